@@ -1,0 +1,46 @@
+"""Exponential backoff with jitter, written once.
+
+The link client, the bot SDK, the outbox and the platform adapters all retry with this,
+so that reconnect storms are spread out the same way everywhere (errbot-style: the base
+owns reconnecting, the parts only say what to retry).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Backoff:
+    """Delays of `initial * factor**n`, capped at `maximum`, with +/- `jitter` spread.
+
+    Call `next_delay()` after each failure and `reset()` after a success. `retry_after`
+    (seconds, e.g. from a platform's 429) overrides the computed delay when it is longer.
+    """
+
+    initial: float = 1.0
+    maximum: float = 30.0
+    factor: float = 2.0
+    jitter: float = 0.2
+    attempts: int = 0
+    _rng: random.Random = field(default_factory=random.Random, repr=False)
+
+    def next_delay(self, retry_after: float | None = None) -> float:
+        base = min(self.maximum, self.initial * (self.factor ** self.attempts))
+        self.attempts += 1
+        spread = base * self.jitter
+        delay = max(0.0, base + self._rng.uniform(-spread, spread))
+        if retry_after is not None and retry_after > delay:
+            return float(retry_after)
+        return delay
+
+    def reset(self) -> None:
+        self.attempts = 0
+
+    async def sleep(self, retry_after: float | None = None) -> float:
+        """Sleep for the next delay and return how long that was."""
+        delay = self.next_delay(retry_after)
+        await asyncio.sleep(delay)
+        return delay
