@@ -1,0 +1,94 @@
+"""The adapter interface: a few verbs plus a capability record (mautrix-style).
+
+Optional abilities (editing, typing indicators) are capability flags, not subclasses;
+the core asks `capabilities` before it calls them.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import ClassVar
+
+from pydantic import BaseModel
+
+from bridge.core.model import Inbound, Outbound, PlatformRef
+
+InboundSink = Callable[[Inbound], Awaitable[None]]
+"""The core's entry point: adapters hand every normalized platform message to it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    dialect: str
+    """The `bridge.text` platform name used to render text for this adapter."""
+    max_length: int
+    """Longest message the platform accepts, as it counts characters."""
+    can_edit: bool = False
+    custom_sender: bool = False
+    """Can post under a bot's own name (Discord webhook, Slack username); else name prefix."""
+    threads: bool = False
+    typing: bool = False
+    min_edit_interval: float = 1.0
+    """Seconds between two edits of one message while a reply streams."""
+
+
+class SendError(Exception):
+    """An adapter could not deliver an `Outbound`."""
+
+    def __init__(self, message: str, *, transient: bool, retry_after: float | None = None):
+        super().__init__(message)
+        self.transient = transient
+        self.retry_after = retry_after
+
+
+class TransientSendError(SendError):
+    """Worth retrying later (429, network, 5xx); `retry_after` in seconds when known."""
+
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message, transient=True, retry_after=retry_after)
+
+
+class PermanentSendError(SendError):
+    """Retrying will not help (chat gone, bot kicked); the outbox logs and moves on."""
+
+    def __init__(self, message: str):
+        super().__init__(message, transient=False)
+
+
+class Adapter(ABC):
+    """One platform account. Subclasses declare their account config model next to them."""
+
+    channel_type: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    config_model: ClassVar[type[BaseModel]]
+
+    def __init__(self, account: str, config: BaseModel, sink: InboundSink) -> None:
+        self.account = account
+        self.config = config
+        self.sink = sink
+
+    @property
+    def channel(self) -> str:
+        return f"{self.channel_type}:{self.account}"
+
+    @abstractmethod
+    async def start(self) -> None:
+        """Connect to the platform; return once messages can flow."""
+
+    @abstractmethod
+    async def stop(self) -> None:
+        """Disconnect cleanly; safe to call twice."""
+
+    @abstractmethod
+    async def send(self, out: Outbound) -> PlatformRef:
+        """Post a message; raise `SendError` subclasses on failure."""
+
+    async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        """Replace a posted message's text; only called when `capabilities.can_edit`."""
+        raise NotImplementedError(f"{type(self).__name__} cannot edit messages")
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """Show a typing indicator; only called when `capabilities.typing`."""
+        raise NotImplementedError(f"{type(self).__name__} has no typing indicator")

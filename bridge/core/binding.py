@@ -1,0 +1,77 @@
+"""A binding: which platform chat maps to which BCN group, and with what policy.
+
+Declared once here as a pydantic model so the YAML config validates it and the core
+uses the very same object at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+_CHANNEL_TYPE_CHARS = frozenset("abcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+class ProtocolPolicy(BaseModel):
+    """How the text protocol is handled in this chat."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    deliver: Literal["natural", "raw"] = Field(
+        "natural",
+        description="How a REQUEST reaches the addressed bot: plain language or the raw block.",
+    )
+
+
+class LoopGuard(BaseModel):
+    """At most `max_messages` bot-authored messages per `window_seconds` without a human."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_messages: int = Field(20, ge=1)
+    window_seconds: float = Field(60.0, gt=0)
+
+
+class Binding(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    channel: str = Field(description='"<type>:<account>", e.g. "telegram:main".')
+    chat: str = Field(description="The platform chat id (a room name for webchat).")
+    thread: str | None = Field(None, description="Bind one thread/topic only.")
+    group: str = Field(description="The BCN group id.", max_length=78)
+    identity_forwarding: bool = True
+    require_mention: bool = False
+    allow_from: list[str] | None = Field(
+        None, description="Platform user ids or names allowed to talk to the bots; all when unset."
+    )
+    display: Literal["auto", "webhook", "username", "prefix"] = "auto"
+    protocol: ProtocolPolicy = ProtocolPolicy()
+    session_scope: Literal["conversation", "thread", "sender"] = "conversation"
+    loop_guard: LoopGuard = LoopGuard()
+    allow_everyone: bool = Field(False, description="Let bots ping @everyone/@here in this chat.")
+
+    @field_validator("channel")
+    @classmethod
+    def _channel_shape(cls, value: str) -> str:
+        channel_type, sep, account = value.partition(":")
+        if not sep or not account or not channel_type:
+            raise ValueError('expected "<type>:<account>", e.g. "telegram:main"')
+        if len(channel_type) > 32 or not set(channel_type) <= _CHANNEL_TYPE_CHARS:
+            raise ValueError("channel type must be 1-32 chars of [a-z0-9_-]")
+        return value
+
+    @property
+    def channel_type(self) -> str:
+        return self.channel.partition(":")[0]
+
+    @property
+    def account(self) -> str:
+        return self.channel.partition(":")[2]
+
+    def matches(self, channel: str, chat_id: str, thread_id: str | None) -> bool:
+        """Does a message in this chat (and thread) belong to this binding?"""
+        if channel != self.channel or chat_id != self.chat:
+            return False
+        return self.thread is None or self.thread == thread_id

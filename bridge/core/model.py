@@ -1,0 +1,99 @@
+"""The normalized messages that cross the boundary between an adapter and the core.
+
+`Inbound` and `Outbound` are the only things adapters and the core exchange
+(matterbridge-style): an adapter turns platform events into `Inbound`s and `Outbound`s
+into platform API calls, and nothing else.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Any
+
+from bridge.core.binding import Binding
+
+
+@dataclass(frozen=True, slots=True)
+class Sender:
+    """Who wrote a platform message, in the platform's own terms."""
+
+    id: str
+    name: str
+    is_bot: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Attachment:
+    """A file on a message. `url` must never embed a platform secret (e.g. a bot token)."""
+
+    type: str
+    url: str | None = None
+    name: str | None = None
+    mime: str | None = None
+    size: int | None = None
+
+
+@dataclass(slots=True)
+class Inbound:
+    """One platform message, normalized.
+
+    `text` is common Markdown with platform mentions already turned into `@Name`.
+    `mentions` lists the names the platform resolved (so the hub need not re-parse them).
+    """
+
+    channel_type: str
+    account: str
+    chat_id: str
+    message_id: str
+    sender: Sender
+    text: str
+    thread_id: str | None = None
+    mentions: tuple[str, ...] = ()
+    reply_to: str | None = None
+    attachments: tuple[Attachment, ...] = ()
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+    is_edit: bool = False
+    raw: Any = None
+
+    @property
+    def channel(self) -> str:
+        """The binding key `"<type>:<account>"` this message arrived on."""
+        return f"{self.channel_type}:{self.account}"
+
+
+class OutboundKind(StrEnum):
+    DELTA = "delta"
+    FINAL = "final"
+    SYSTEM = "system"
+
+
+@dataclass(frozen=True, slots=True)
+class PlatformRef:
+    """Where a sent message landed, so the core can edit it later."""
+
+    chat_id: str
+    message_id: str
+    thread_id: str | None = None
+
+
+@dataclass(slots=True)
+class Outbound:
+    """What the core asks an adapter to show.
+
+    `text` is already rendered in the adapter's dialect and within its length limit; a
+    reply split into several platform messages is several `Outbound`s with `part`/`parts`
+    sharing one `run_id`, so the outbox can map all of them back to one logical reply.
+    """
+
+    binding: Binding
+    conversation: str
+    sender_label: str
+    text: str
+    kind: OutboundKind = OutboundKind.FINAL
+    run_id: str | None = None
+    reply_to: str | None = None
+    edit_of: PlatformRef | None = None
+    part: int = 1
+    parts: int = 1
