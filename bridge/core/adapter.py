@@ -9,11 +9,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
 from bridge.core.model import Inbound, Outbound, PlatformRef
+
+if TYPE_CHECKING:
+    from bridge.web.server import WebServer
 
 InboundSink = Callable[[Inbound], Awaitable[None]]
 """The core's entry point: adapters hand every normalized platform message to it."""
@@ -32,6 +35,8 @@ class Capabilities:
     typing: bool = False
     min_edit_interval: float = 1.0
     """Seconds between two edits of one message while a reply streams."""
+    request_panel: bool = False
+    """Shows a live list of the chat's open protocol requests (`update_requests`)."""
 
 
 class SendError(Exception):
@@ -64,10 +69,13 @@ class Adapter(ABC):
     capabilities: ClassVar[Capabilities]
     config_model: ClassVar[type[BaseModel]]
 
-    def __init__(self, account: str, config: BaseModel, sink: InboundSink) -> None:
+    def __init__(
+        self, account: str, config: BaseModel, sink: InboundSink, *, web: WebServer | None = None
+    ) -> None:
         self.account = account
         self.config = config
         self.sink = sink
+        self.web = web
 
     @property
     def channel(self) -> str:
@@ -92,3 +100,7 @@ class Adapter(ABC):
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator; only called when `capabilities.typing`."""
         raise NotImplementedError(f"{type(self).__name__} has no typing indicator")
+
+    async def update_requests(self, chat_id: str, requests: list[dict[str, Any]]) -> None:
+        """Replace the chat's open-request panel; only called when `request_panel`."""
+        raise NotImplementedError(f"{type(self).__name__} has no request panel")

@@ -33,6 +33,8 @@ class Attachment:
     name: str | None = None
     mime: str | None = None
     size: int | None = None
+    file_id: str | None = None
+    """The platform's own handle for the file, for platforms whose URLs embed secrets."""
 
 
 @dataclass(slots=True)
@@ -97,3 +99,5 @@ class Outbound:
     edit_of: PlatformRef | None = None
     part: int = 1
     parts: int = 1
+    protocol: dict[str, Any] | None = None
+    """`ProtocolMessage.to_dict()` when the text carries a protocol block (cards, badges)."""
