@@ -1,0 +1,23 @@
+"""Every piece of state the bridge keeps, behind one interface (DESIGN §7).
+
+`open_store(url)` gives a `Store`; each concern is an attribute of it (`store.conversations`
+today). Adding a concern is described in docs/tracking.md.
+"""
+
+from bridge.store.base import ConversationChange, ConversationStore, Store, Updated
+from bridge.store.opening import SUPPORTED, OpeningStore, StoreUrl, open_store, parse_store_url
+from bridge.store.records import Conversation, HistoryEntry
+
+__all__ = [
+    "SUPPORTED",
+    "Conversation",
+    "ConversationChange",
+    "ConversationStore",
+    "HistoryEntry",
+    "OpeningStore",
+    "Store",
+    "StoreUrl",
+    "Updated",
+    "open_store",
+    "parse_store_url",
+]

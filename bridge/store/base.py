@@ -1,0 +1,101 @@
+"""The one store interface, organised by concern.
+
+A `Store` is a bundle of concern stores (today `conversations`; later `seen`, `outbox`,
+`message_map`), each with a few coarse operations such as "apply this change atomically" or
+"which deadlines are due". Coarse operations are what let memory, SQLite and Redis implement
+the same interface naturally (a Redis deadline index is a sorted set; an atomic change is a
+WATCH/MULTI retry), so the code above a store never changes when the backend does.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Collection
+from datetime import datetime
+from types import TracebackType
+from typing import NamedTuple, Self
+
+from bridge.store.records import Conversation
+
+ConversationChange = Callable[[Conversation | None], Conversation | None]
+"""Given the stored conversation (or None), return its replacement, or None for no change.
+
+A change must be a pure function of its argument: a store may call it more than once (a
+Redis store retries it when another instance wrote the same key meanwhile). It may raise to
+abort; nothing is written then. The replacement's history must extend the stored history:
+stores only write the entries past the old length.
+"""
+
+
+class Updated(NamedTuple):
+    """What `ConversationStore.update` left in the store, and whether it wrote anything."""
+
+    conversation: Conversation | None
+    changed: bool
+
+
+class ConversationStore(ABC):
+    """Tracked conversations, their history and their deadline index."""
+
+    @abstractmethod
+    async def get(self, request_id: str) -> Conversation | None:
+        """The conversation with its full history, or None."""
+
+    @abstractmethod
+    async def update(self, request_id: str, change: ConversationChange) -> Updated:
+        """Apply `change` to one conversation atomically with respect to every other update."""
+
+    @abstractmethod
+    async def find(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        chat: str | None = None,
+    ) -> list[Conversation]:
+        """Conversations matching every given filter, oldest first, with their history."""
+
+    @abstractmethod
+    async def due(self, now: datetime, limit: int | None = None) -> list[str]:
+        """Request ids whose deadline is at or before `now`, earliest deadline first.
+
+        Implementations answer from a deadline index, never by scanning every conversation.
+        """
+
+    @abstractmethod
+    async def remove_finished(self, updated_before: datetime) -> int:
+        """Delete finished conversations (no deadline) last updated before the cut-off."""
+
+
+class Store(ABC):
+    """Every piece of state the bridge keeps, one attribute per concern.
+
+    Use it as `async with open_store(url) as store:` or `store = await open_store(url)`
+    followed by `await store.close()`.
+    """
+
+    conversations: ConversationStore
+
+    @abstractmethod
+    async def close(self) -> None:
+        """Release the backend; the store must not be used afterwards."""
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+
+def check_replacement(request_id: str, current: Conversation | None, new: Conversation) -> None:
+    """Refuse a change that would corrupt the record, whatever the backend."""
+    if new.request_id != request_id:
+        raise ValueError(f"a change for {request_id!r} returned {new.request_id!r}")
+    if current is not None and len(new.history) < len(current.history):
+        raise ValueError(f"a change for {request_id!r} dropped history entries")

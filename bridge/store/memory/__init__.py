@@ -1,0 +1,19 @@
+"""The memory store: every concern in process memory, gone when the process ends."""
+
+from __future__ import annotations
+
+from bridge.store.base import Store
+from bridge.store.memory.conversations import MemoryConversationStore
+
+
+class MemoryStore(Store):
+    """A store for tests and one-off runs; `memory://` opens a fresh, empty one."""
+
+    def __init__(self) -> None:
+        self.conversations = MemoryConversationStore()
+
+    async def close(self) -> None:
+        """Nothing to release; kept so callers treat every store alike."""
+
+
+__all__ = ["MemoryStore"]

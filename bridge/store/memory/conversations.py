@@ -1,0 +1,108 @@
+"""Conversations held in process memory, for tests and single-process trials.
+
+Every operation runs without awaiting in the middle, so on one event loop each `update` is
+atomic by construction and no lock is needed. Deadlines sit in a heap with lazy deletion: a
+superseded entry stays in the heap until it reaches the top, and the heap is rebuilt when
+stale entries outnumber live ones.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection
+from datetime import datetime
+
+from bridge.store.base import (
+    ConversationChange,
+    ConversationStore,
+    Updated,
+    check_replacement,
+)
+from bridge.store.records import Conversation
+
+# Rebuild the heap once it holds this many more entries than twice the live deadlines.
+_COMPACT_SLACK = 1024
+
+
+class MemoryConversationStore(ConversationStore):
+    """Conversations in a dict, deadlines in a heap of `(deadline, request_id)`."""
+
+    __slots__ = ("_by_id", "_deadlines")
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, Conversation] = {}
+        self._deadlines: list[tuple[datetime, str]] = []
+
+    async def get(self, request_id: str) -> Conversation | None:
+        return self._by_id.get(request_id)
+
+    async def update(self, request_id: str, change: ConversationChange) -> Updated:
+        current = self._by_id.get(request_id)
+        new = change(current)
+        if new is None:
+            return Updated(current, False)
+        check_replacement(request_id, current, new)
+        self._by_id[request_id] = new
+        if new.deadline is not None and (current is None or current.deadline != new.deadline):
+            heapq.heappush(self._deadlines, (new.deadline, request_id))
+            self._compact_if_stale()
+        return Updated(new, True)
+
+    async def find(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        chat: str | None = None,
+    ) -> list[Conversation]:
+        found = [
+            conversation
+            for conversation in self._by_id.values()
+            if (statuses is None or conversation.status in statuses)
+            and (from_ is None or conversation.from_ == from_)
+            and (to is None or conversation.to == to)
+            and (chat is None or conversation.chat == chat)
+        ]
+        found.sort(key=lambda conversation: conversation.created_at)
+        return found
+
+    async def due(self, now: datetime, limit: int | None = None) -> list[str]:
+        # Pop everything due, keep the entries that still match their conversation, and
+        # push those back: asking is not consuming.
+        popped: list[tuple[datetime, str]] = []
+        while self._deadlines and self._deadlines[0][0] <= now:
+            popped.append(heapq.heappop(self._deadlines))
+        live: list[tuple[datetime, str]] = []
+        seen: set[str] = set()
+        for deadline, request_id in popped:
+            conversation = self._by_id.get(request_id)
+            if conversation is None or conversation.deadline != deadline or request_id in seen:
+                continue
+            seen.add(request_id)
+            live.append((deadline, request_id))
+        for entry in live:
+            heapq.heappush(self._deadlines, entry)
+        ids = [request_id for _, request_id in live]
+        return ids if limit is None else ids[:limit]
+
+    async def remove_finished(self, updated_before: datetime) -> int:
+        doomed = [
+            request_id
+            for request_id, conversation in self._by_id.items()
+            if conversation.deadline is None and conversation.updated_at < updated_before
+        ]
+        for request_id in doomed:
+            del self._by_id[request_id]
+        return len(doomed)
+
+    def _compact_if_stale(self) -> None:
+        if len(self._deadlines) <= 2 * len(self._by_id) + _COMPACT_SLACK:
+            return
+        self._deadlines = [
+            (conversation.deadline, request_id)
+            for request_id, conversation in self._by_id.items()
+            if conversation.deadline is not None
+        ]
+        heapq.heapify(self._deadlines)
+

@@ -1,0 +1,94 @@
+"""`open_store(url)`: the one way to get a store, chosen by URL scheme.
+
+Supported: `memory://` (a fresh, empty store) and `sqlite:///path.db` — three slashes, then
+the path, as SQLAlchemy spells it: `sqlite:///data/bridge.db` is relative to the working
+directory, `sqlite:////var/lib/bcn/bridge.db` absolute, `sqlite:///:memory:` a private
+in-memory database. `redis://` is reserved for the shared store to come.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any
+
+from bridge.store.base import Store
+from bridge.store.memory import MemoryStore
+from bridge.store.sqlite import SqliteStore
+
+SUPPORTED = ("memory://", "sqlite:///path.db")
+
+
+@dataclass(frozen=True, slots=True)
+class StoreUrl:
+    """A checked store URL: which backend, and (for SQLite) which file."""
+
+    scheme: str
+    path: str | None = None
+
+
+def parse_store_url(url: str) -> StoreUrl:
+    """Check a store URL without opening anything; a bad one is a ValueError saying why."""
+    if not isinstance(url, str) or "://" not in url:
+        raise ValueError(f"store URL {url!r} has no scheme; supported: {', '.join(SUPPORTED)}")
+    scheme, rest = url.split("://", 1)
+    if scheme == "memory":
+        if rest:
+            raise ValueError(f"store URL {url!r}: memory:// takes no path")
+        return StoreUrl("memory")
+    if scheme == "sqlite":
+        if not rest.startswith("/") or rest == "/":
+            raise ValueError(
+                f"store URL {url!r}: write sqlite:///relative.db or sqlite:////absolute.db"
+                " (three slashes, then the path)"
+            )
+        return StoreUrl("sqlite", rest[1:])
+    if scheme in ("redis", "rediss"):
+        raise NotImplementedError(
+            f"store URL {url!r}: the Redis store is not implemented yet; "
+            f"supported: {', '.join(SUPPORTED)}"
+        )
+    raise ValueError(
+        f"store URL {url!r}: unknown scheme {scheme!r}; supported: {', '.join(SUPPORTED)}"
+    )
+
+
+def open_store(url: str) -> OpeningStore:
+    """Open the store a URL names; await the result or use it with `async with`.
+
+    The URL is checked at once, so a bad one raises here, before anything is opened.
+    """
+    return OpeningStore(parse_store_url(url))
+
+
+class OpeningStore:
+    """Both an awaitable that yields the open store and an async context manager closing it."""
+
+    __slots__ = ("_store", "_url")
+
+    def __init__(self, url: StoreUrl) -> None:
+        self._url = url
+        self._store: Store | None = None
+
+    def __await__(self) -> Generator[Any, None, Store]:
+        return self._open().__await__()
+
+    async def __aenter__(self) -> Store:
+        self._store = await self._open()
+        return self._store
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._store is not None:
+            await self._store.close()
+
+    async def _open(self) -> Store:
+        if self._url.scheme == "sqlite":
+            assert self._url.path is not None
+            return SqliteStore(self._url.path)
+        return MemoryStore()

@@ -1,0 +1,28 @@
+"""The SQLite store: the default; one file in WAL mode that survives restarts."""
+
+from __future__ import annotations
+
+from bridge.store.base import Store
+from bridge.store.sqlite.connection import IN_MEMORY, connect
+from bridge.store.sqlite.conversations import SqliteConversationStore
+from bridge.store.sqlite.migrations import migrate
+
+
+class SqliteStore(Store):
+    """Every concern in one SQLite database, schema brought up to date on open."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._db = connect(path)
+        try:
+            migrate(self._db)
+        except BaseException:
+            self._db.close()
+            raise
+        self.conversations = SqliteConversationStore(self._db)
+
+    async def close(self) -> None:
+        self._db.close()
+
+
+__all__ = ["IN_MEMORY", "SqliteStore"]

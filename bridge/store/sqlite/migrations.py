@@ -1,0 +1,113 @@
+"""The SQLite schema as numbered migrations, applied in order, each exactly once.
+
+`PRAGMA user_version` records the last applied number. To add a concern (seen message ids,
+the outbox, …) append a `Migration` with the next number; never edit one that has shipped,
+because existing databases have already run it.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+
+from bridge.store.sqlite.connection import write_transaction
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "tracked conversations, their history, and the deadline index",
+        (
+            # Times are integer microseconds since the epoch (UTC): exact, and ordered.
+            """
+            CREATE TABLE conversations (
+                request_id    TEXT PRIMARY KEY,
+                type          TEXT NOT NULL,
+                from_name     TEXT NOT NULL,
+                to_name       TEXT NOT NULL,
+                status        TEXT NOT NULL,
+                task          TEXT,
+                depth_current INTEGER,
+                depth_max     INTEGER,
+                original_from TEXT,
+                chat          TEXT,
+                created_at    INTEGER NOT NULL,
+                updated_at    INTEGER NOT NULL,
+                deadline      INTEGER,
+                last_type     TEXT NOT NULL
+            )
+            """,
+            # Waiting conversations by deadline: what `due` range-scans.
+            "CREATE INDEX conversations_deadline ON conversations (deadline)"
+            " WHERE deadline IS NOT NULL",
+            # Finished conversations by age: what `remove_finished` range-scans.
+            "CREATE INDEX conversations_finished ON conversations (updated_at)"
+            " WHERE deadline IS NULL",
+            "CREATE INDEX conversations_status ON conversations (status, created_at)",
+            "CREATE INDEX conversations_chat ON conversations (chat, created_at)",
+            """
+            CREATE TABLE conversation_history (
+                request_id  TEXT NOT NULL,
+                seq         INTEGER NOT NULL,
+                type        TEXT NOT NULL,
+                from_name   TEXT NOT NULL,
+                to_name     TEXT NOT NULL,
+                status      TEXT NOT NULL,
+                at          INTEGER NOT NULL,
+                content     TEXT,
+                fingerprint TEXT,
+                PRIMARY KEY (request_id, seq)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
+)
+
+
+class SchemaTooNew(RuntimeError):
+    """The file was written by a newer bcn-bridge; running old code on it would corrupt it."""
+
+
+def migrate(db: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIONS) -> int:
+    """Bring the schema up to date; return the version it is at afterwards.
+
+    Each step runs in its own IMMEDIATE transaction and re-reads the version inside it, so
+    two processes opening the same fresh file never apply a step twice.
+    """
+    check_numbering(migrations)
+    newest = migrations[-1].version if migrations else 0
+    if (found := schema_version(db)) > newest:
+        raise SchemaTooNew(
+            f"database schema is version {found}, this bcn-bridge knows up to {newest}; "
+            "upgrade bcn-bridge"
+        )
+    for migration in migrations:
+        with write_transaction(db):
+            if migration.version <= schema_version(db):
+                continue
+            for statement in migration.statements:
+                db.execute(statement)
+            # user_version lives in the file header and is written inside the transaction.
+            db.execute(f"PRAGMA user_version = {migration.version}")
+    return schema_version(db)
+
+
+def schema_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+def check_numbering(migrations: tuple[Migration, ...]) -> None:
+    """Migrations must be numbered 1, 2, 3, … with no gap or repeat."""
+    for expected, migration in enumerate(migrations, start=1):
+        if migration.version != expected:
+            raise ValueError(
+                f"migration {migration.description!r} is numbered {migration.version}, "
+                f"expected {expected}"
+            )
