@@ -1,0 +1,139 @@
+"""The tracker: applies the state machine to a store, one atomic store update per event.
+
+Every event becomes a pure change (`bridge.tracking.transitions`) handed to
+`ConversationStore.update`, which applies it atomically; that is why concurrent `track` calls
+on one request id cannot lose an update and the tracker needs no locks of its own.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Collection, Mapping
+from datetime import UTC, datetime, timedelta
+from functools import partial
+
+from bridge.store import Conversation, ConversationChange, Store
+from bridge.tracking import transitions
+from bridge.tracking.errors import UnknownConversation
+from bridge.tracking.messages import TrackedMessage, check_message
+from bridge.tracking.vocabulary import BRIDGE, STATUSES, resolve_timeouts
+
+log = logging.getLogger(__name__)
+
+
+def utc_now(now: datetime | None = None) -> datetime:
+    """`now` checked and in UTC, or the current time; naive datetimes are refused."""
+    if now is None:
+        return datetime.now(UTC)
+    if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
+        raise ValueError(f"expected a timezone-aware datetime, got {now!r}")
+    return now.astimezone(UTC)
+
+
+class Tracker:
+    """Tracks protocol conversations: status, owner, depth, history and deadlines."""
+
+    def __init__(self, store: Store, timeouts: Mapping[str, timedelta] | None = None) -> None:
+        self._conversations = store.conversations
+        self.timeouts = resolve_timeouts(timeouts)
+
+    async def track(
+        self, message: TrackedMessage, now: datetime | None = None, chat: str | None = None
+    ) -> Conversation:
+        """Record a protocol message; seeing the identical message again changes nothing."""
+        check_message(message)
+        change = partial(
+            transitions.on_message,
+            message=message,
+            now=utc_now(now),
+            chat=chat,
+            timeouts=self.timeouts,
+        )
+        updated = await self._conversations.update(message.request_id, change)
+        assert updated.conversation is not None  # on_message always yields a record
+        if not updated.changed:
+            log.debug("already tracked: %s %s", message.type, message.request_id)
+        return updated.conversation
+
+    async def answer(
+        self, request_id: str, from_: str, text: str, now: datetime | None = None
+    ) -> Conversation:
+        """Answer an open or clarifying conversation outside the protocol; it is open again."""
+        change = partial(
+            transitions.on_answer,
+            request_id=request_id,
+            from_=from_,
+            text=text,
+            now=utc_now(now),
+            timeouts=self.timeouts,
+        )
+        return await self._updated(request_id, change)
+
+    async def close(
+        self,
+        request_id: str,
+        status: str,
+        reason: str,
+        now: datetime | None = None,
+        by: str = BRIDGE,
+    ) -> Conversation:
+        """End a conversation from the relay (e.g. it answered `failed` at the depth limit)."""
+        change = partial(
+            transitions.on_close,
+            request_id=request_id,
+            status=status,
+            reason=reason,
+            now=utc_now(now),
+            by=by,
+        )
+        return await self._updated(request_id, change)
+
+    async def get(self, request_id: str) -> Conversation | None:
+        return await self._conversations.get(request_id)
+
+    async def list(
+        self,
+        status: str | Collection[str] | None = None,
+        from_: str | None = None,
+        to: str | None = None,
+        chat: str | None = None,
+    ) -> builtins.list[Conversation]:
+        """Conversations matching every given filter, oldest first."""
+        statuses = {status} if isinstance(status, str) else status
+        if statuses is not None:
+            unknown = set(statuses) - STATUSES
+            if unknown:
+                raise ValueError(
+                    f"unknown status {', '.join(sorted(unknown))};"
+                    f" expected one of {', '.join(sorted(STATUSES))}"
+                )
+        return await self._conversations.find(statuses=statuses, from_=from_, to=to, chat=chat)
+
+    async def sweep(self, now: datetime | None = None) -> builtins.list[Conversation]:
+        """Close every conversation whose deadline has passed; return the ones it closed.
+
+        A conversation waiting on a reply becomes `timeout`; a BROADCAST past its expiry
+        becomes `expired` (it ran its course, so the relay need not post a timeout notice).
+        """
+        now = utc_now(now)
+        closed: builtins.list[Conversation] = []
+        for request_id in await self._conversations.due(now):
+            updated = await self._conversations.update(
+                request_id, partial(transitions.on_deadline, now=now)
+            )
+            if updated.changed and updated.conversation is not None:
+                closed.append(updated.conversation)
+        return closed
+
+    async def cleanup(self, older_than: timedelta, now: datetime | None = None) -> int:
+        """Remove finished conversations last updated more than `older_than` ago."""
+        if not isinstance(older_than, timedelta) or older_than < timedelta(0):
+            raise ValueError(f"older_than must be a non-negative timedelta, got {older_than!r}")
+        return await self._conversations.remove_finished(utc_now(now) - older_than)
+
+    async def _updated(self, request_id: str, change: ConversationChange) -> Conversation:
+        updated = await self._conversations.update(request_id, change)
+        if updated.conversation is None:
+            raise UnknownConversation(request_id)
+        return updated.conversation
