@@ -1,0 +1,179 @@
+"""Fill in `${VAR}` references and `*_file` secrets before validation.
+
+Secrets belong in the environment or in files mounted by the orchestrator, not in the
+YAML that gets committed. Both are resolved here, in place, so every model sees final
+values and needs no knowledge of where a value came from. Resolved values are marked
+hidden on the document so no error message ever echoes them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from bridge.config.document import Document
+from bridge.config.errors import ConfigIssue, Loc
+from bridge.config.schema_nav import SchemaNavigator
+
+_REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
+_VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+FILE_SUFFIX = "_file"
+
+
+class _Unresolved(Exception):
+    """An env reference that cannot be filled; the message is shown to the user."""
+
+
+def expand_env(text: str, environ: Mapping[str, str]) -> str:
+    """`${VAR}` and `${VAR:-default}` from `environ`; `$${` stays a literal `${`."""
+
+    def replace(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if whole == "$${":
+            return "${"
+        body = match.group(1)
+        if body is None:
+            raise _Unresolved("unclosed '${' (write '$${' for a literal '${')")
+        name, has_default, default = body.partition(":-")
+        if not _VAR_NAME.fullmatch(name):
+            raise _Unresolved(f"invalid environment reference '${{{body}}}'")
+        value = environ.get(name)
+        if has_default and not value:
+            return default
+        if value is None:
+            raise _Unresolved(
+                f"environment variable {name} is not set (use '${{{name}:-default}}' "
+                "for a fallback)"
+            )
+        return value
+
+    return _REFERENCE.sub(replace, text)
+
+
+def read_secret_file(path: Path) -> str:
+    """The file's text without one trailing newline (what `echo secret > file` adds)."""
+    text = path.read_text(encoding="utf-8")
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text.removesuffix("\n")
+
+
+def resolve_values(
+    doc: Document,
+    loc: Loc,
+    navigator: SchemaNavigator,
+    environ: Mapping[str, str] | None = None,
+) -> list[ConfigIssue]:
+    """Expand env references and `*_file` keys in the subtree at `loc`, in place.
+
+    `loc` is where the subtree sits in the document; `navigator` describes the subtree
+    itself, so a model that declares `token_file` as its own field keeps it untouched.
+    """
+    env = os.environ if environ is None else environ
+    resolver = _Resolver(doc, loc, navigator, env)
+    parent, key = _parent_of(doc.data, loc)
+    if parent is not None:
+        parent[key] = resolver.walk(parent[key], loc)
+    return resolver.issues
+
+
+def _parent_of(data: Any, loc: Loc) -> tuple[Any, Any]:
+    """The container holding the value at `loc` and its key there; (None, None) if absent."""
+    holder: Any = {"": data}
+    key: Any = ""
+    for part in loc:
+        holder, key = holder[key], part
+        if isinstance(holder, dict) and key in holder:
+            continue
+        if isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder):
+            continue
+        return None, None
+    if not loc:
+        return {"": data}, ""
+    return holder, key
+
+
+class _Resolver:
+    def __init__(
+        self, doc: Document, base: Loc, navigator: SchemaNavigator, env: Mapping[str, str]
+    ) -> None:
+        self.doc = doc
+        self.base = base
+        self.navigator = navigator
+        self.env = env
+        self.issues: list[ConfigIssue] = []
+
+    def walk(self, value: Any, loc: Loc) -> Any:
+        if isinstance(value, str):
+            return self._string(value, loc)
+        if isinstance(value, list):
+            return [self.walk(item, (*loc, i)) for i, item in enumerate(value)]
+        if isinstance(value, dict):
+            return self._mapping(value, loc)
+        return value
+
+    def _string(self, value: str, loc: Loc) -> str:
+        if "${" not in value:
+            return value
+        try:
+            expanded = expand_env(value, self.env)
+        except _Unresolved as exc:
+            self.issues.append(self.doc.issue(loc, str(exc)))
+            return value
+        if any(match.group(1) is not None for match in _REFERENCE.finditer(value)):
+            self.doc.hidden.add(loc)
+        return expanded
+
+    def _mapping(self, mapping: dict[Any, Any], loc: Loc) -> dict[Any, Any]:
+        result = {key: self.walk(value, (*loc, key)) for key, value in mapping.items()}
+        declared = self.navigator.keys_at(loc[len(self.base) :])
+        for key in list(result):
+            if not self._is_secret_file_key(key, result[key], declared):
+                continue
+            target = key.removesuffix(FILE_SUFFIX)
+            if target in result:
+                self.issues.append(
+                    self.doc.issue((*loc, key), f"set either '{target}' or '{key}', not both")
+                )
+                continue
+            secret = self._read(result[key], (*loc, key))
+            del result[key]
+            if secret is None:
+                continue
+            result[target] = secret
+            target_loc = (*loc, target)
+            self.doc.lines[target_loc] = self.doc.lines.get((*loc, key), self.doc.line_of(loc))
+            self.doc.hidden.add(target_loc)
+        return result
+
+    @staticmethod
+    def _is_secret_file_key(key: Any, value: Any, declared: set[str] | None) -> bool:
+        if not isinstance(key, str) or not key.endswith(FILE_SUFFIX) or key == FILE_SUFFIX:
+            return False
+        if not isinstance(value, str):
+            return False
+        if declared is None:
+            return True
+        return key not in declared and key.removesuffix(FILE_SUFFIX) in declared
+
+    def _read(self, raw_path: str, loc: Loc) -> str | None:
+        path = Path(raw_path).expanduser()
+        if not path.is_absolute():
+            path = Path(self.doc.file).parent / path
+        try:
+            return read_secret_file(path)
+        except FileNotFoundError:
+            problem = "file not found"
+        except IsADirectoryError:
+            problem = "is a directory, expected a file"
+        except PermissionError:
+            problem = "permission denied"
+        except UnicodeDecodeError:
+            problem = "not UTF-8 text"
+        except OSError as exc:
+            problem = exc.strerror or type(exc).__name__
+        self.issues.append(self.doc.issue(loc, f"cannot read secret file {path}: {problem}"))
+        return None

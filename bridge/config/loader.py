@@ -1,0 +1,141 @@
+"""Validate parts of a YAML config file against pydantic models, with precise errors.
+
+This module knows no concrete model, so any section model (the hub's, an adapter's
+account config, the whole bridge file) can be validated through it without import
+cycles. `load_section` is the entry point for commands that need one section only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from bridge.config.document import Document, read_document
+from bridge.config.errors import ConfigError, ConfigIssue, Loc
+from bridge.config.expand import FILE_SUFFIX, resolve_values
+from bridge.config.messages import error_message, is_secret_key
+from bridge.config.schema_nav import SchemaNavigator
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+def load_section(
+    path: str | Path,
+    section: str,
+    model_cls: type[ModelT],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> ModelT:
+    """Validate the top-level `section` of the file at `path` as `model_cls`.
+
+    Raises `ConfigError` (file, line, key path, expectation) for anything wrong,
+    including a missing file, a YAML syntax error or a missing section.
+    """
+    doc = read_document(path)
+    top = top_level(doc)
+    if section not in top:
+        raise ConfigError.single(doc.file, f"missing section '{section}:'", line=1)
+    model, issues = validate_at(doc, (section,), model_cls, environ=environ)
+    if issues or model is None:
+        raise ConfigError(issues)
+    return model
+
+
+def top_level(doc: Document) -> dict[str, Any]:
+    """The document's top-level mapping; anything else is a `ConfigError`."""
+    if not isinstance(doc.data, dict):
+        raise ConfigError.single(
+            doc.file, "expected a mapping of sections at the top level (e.g. 'bcn:')", line=1
+        )
+    return doc.data
+
+
+def value_at(data: Any, loc: Loc) -> Any:
+    for part in loc:
+        data = data[part]
+    return data
+
+
+def validate_at(
+    doc: Document,
+    loc: Loc,
+    model_cls: type[ModelT],
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> tuple[ModelT | None, list[ConfigIssue]]:
+    """Resolve env/secret-file values under `loc`, then validate them as `model_cls`.
+
+    Returns the model (None when invalid) and every problem found, so a caller that
+    validates several sections can report them all at once.
+    """
+    navigator = SchemaNavigator.for_model(model_cls)
+    resolve_issues = resolve_values(doc, loc, navigator, environ)
+    try:
+        model = model_cls.model_validate(value_at(doc.data, loc))
+    except ValidationError as exc:
+        issues = translate_errors(exc, doc, loc, navigator)
+        return None, _without_repeats(resolve_issues, issues)
+    if resolve_issues:
+        return None, resolve_issues
+    return model, []
+
+
+def translate_errors(
+    exc: ValidationError, doc: Document, base: Loc, navigator: SchemaNavigator
+) -> list[ConfigIssue]:
+    """One `ConfigIssue` per distinct problem, located in the file."""
+    section_data = value_at(doc.data, base)
+    by_loc: dict[Loc, list[str]] = {}
+    for error in exc.errors(include_url=False):
+        rel = data_loc(section_data, error["loc"])
+        full = (*base, *rel)
+        hidden = (
+            full in doc.hidden or any(is_secret_key(p) for p in full) or navigator.is_secret(rel)
+        )
+        allowed = navigator.keys_at(rel[:-1]) if error["type"] == "extra_forbidden" else None
+        message = error_message(error, hidden=hidden, allowed=allowed)
+        messages = by_loc.setdefault(full, [])
+        if message not in messages:
+            messages.append(message)
+    return [doc.issue(loc, _merge(messages)) for loc, messages in by_loc.items()]
+
+
+def data_loc(data: Any, loc: tuple[int | str, ...]) -> Loc:
+    """Pydantic's `loc` minus the union/validator tags that are not keys in the data."""
+    path: list[str | int] = []
+    for index, part in enumerate(loc):
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+            path.append(part)
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+            path.append(part)
+        elif index == len(loc) - 1:
+            path.append(part)  # a missing or unknown key: it names the place
+        # else: a tag such as 'function-after[...]' or a union member name
+    return tuple(path)
+
+
+def _merge(messages: list[str]) -> str:
+    """Union members each complain; "expected A, got X" + "expected B, got X" reads as one."""
+    if len(messages) == 1:
+        return messages[0]
+    halves = [m.rpartition(", got ") for m in messages]
+    if all(sep for _, sep, _ in halves) and len({got for _, _, got in halves}) == 1:
+        expected = [e.removeprefix("expected ") for e, _, _ in halves]
+        return f"expected {' or '.join(expected)}, got {halves[0][2]}"
+    return "; ".join(messages)
+
+
+def _without_repeats(first: list[ConfigIssue], then: list[ConfigIssue]) -> list[ConfigIssue]:
+    """Drop validation errors that only echo a failed env/secret-file resolution."""
+    failed: set[Loc] = set()
+    for issue in first:
+        failed.add(issue.loc)
+        last = issue.loc[-1] if issue.loc else None
+        if isinstance(last, str) and last.endswith(FILE_SUFFIX):
+            failed.add((*issue.loc[:-1], last.removesuffix(FILE_SUFFIX)))
+    return first + [issue for issue in then if issue.loc not in failed]
