@@ -1,0 +1,76 @@
+"""The parsed form of a protocol message: one immutable record the whole bridge passes around."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from bridge.protocol.depth import Depth
+
+
+class MessageType(StrEnum):
+    """The five message kinds; a `StrEnum` so `msg.type == "REQUEST"` reads naturally."""
+
+    REQUEST = "REQUEST"
+    RESPONSE = "RESPONSE"
+    CLARIFY = "CLARIFY"
+    HANDOFF = "HANDOFF"
+    BROADCAST = "BROADCAST"
+
+
+STATUSES: frozenset[str] = frozenset({"done", "partial", "failed"})
+PRIORITIES: frozenset[str] = frozenset({"low", "normal", "high"})
+
+
+@dataclass(frozen=True, slots=True)
+class ProtocolMessage:
+    """One protocol message as read from chat text.
+
+    String fields hold the value exactly as the sender wrote it (trimmed); a field the
+    sender left out is `None`. `meta` keeps unknown fields under their original spelling
+    so nothing a newer bot adds is lost. `raw` is the whole text the message came from.
+    """
+
+    type: MessageType
+    to: str
+    from_: str
+    request_id: str | None
+    task: str | None = None
+    result: str | None = None
+    status: str | None = None
+    question: str | None = None
+    message: str | None = None
+    context: str | None = None
+    depth: Depth | None = None
+    callback: str | None = None
+    priority: str | None = None
+    original_from: str | None = None
+    expires: str | None = None
+    meta: dict[str, str] = field(default_factory=dict)
+    raw: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-able view with the wire spelling `from` (a Python keyword, hence `from_`)."""
+        return {
+            "type": str(self.type),
+            "to": self.to,
+            "from": self.from_,
+            "request_id": self.request_id,
+            "task": self.task,
+            "result": self.result,
+            "status": self.status,
+            "question": self.question,
+            "message": self.message,
+            "context": self.context,
+            "depth": (
+                None
+                if self.depth is None
+                else {"current": self.depth.current, "max": self.depth.max}
+            ),
+            "callback": self.callback,
+            "priority": self.priority,
+            "original_from": self.original_from,
+            "expires": self.expires,
+            "meta": dict(self.meta),
+        }
