@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import NamedTuple, Self
 
 from bridge.store.records import Conversation
+from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore
 
 ConversationChange = Callable[[Conversation | None], Conversation | None]
 """Given the stored conversation (or None), return its replacement, or None for no change.
@@ -76,6 +77,9 @@ class Store(ABC):
     """
 
     conversations: ConversationStore
+    seen: SeenStore
+    outbox: OutboxStore
+    message_map: MessageMapStore
 
     @abstractmethod
     async def close(self) -> None:

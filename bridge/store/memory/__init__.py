@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bridge.store.base import Store
 from bridge.store.memory.conversations import MemoryConversationStore
+from bridge.store.memory.relay import MemoryMessageMapStore, MemoryOutboxStore, MemorySeenStore
 
 
 class MemoryStore(Store):
@@ -11,6 +12,9 @@ class MemoryStore(Store):
 
     def __init__(self) -> None:
         self.conversations = MemoryConversationStore()
+        self.seen = MemorySeenStore()
+        self.outbox = MemoryOutboxStore()
+        self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:
         """Nothing to release; kept so callers treat every store alike."""

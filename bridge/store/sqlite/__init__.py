@@ -6,6 +6,7 @@ from bridge.store.base import Store
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
+from bridge.store.sqlite.relay import SqliteMessageMapStore, SqliteOutboxStore, SqliteSeenStore
 
 
 class SqliteStore(Store):
@@ -20,6 +21,9 @@ class SqliteStore(Store):
             self._db.close()
             raise
         self.conversations = SqliteConversationStore(self._db)
+        self.seen = SqliteSeenStore(self._db)
+        self.outbox = SqliteOutboxStore(self._db)
+        self.message_map = SqliteMessageMapStore(self._db)
 
     async def close(self) -> None:
         self._db.close()

@@ -68,6 +68,27 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        2,
+        "the relay: seen keys, the durable outbox, the platform-message map",
+        (
+            "CREATE TABLE seen_keys (key TEXT PRIMARY KEY, seen_at INTEGER NOT NULL)"
+            " WITHOUT ROWID",
+            "CREATE INDEX seen_keys_age ON seen_keys (seen_at)",
+            # AUTOINCREMENT: ids never reused, so queue order survives deletes and restarts.
+            """
+            CREATE TABLE outbox (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                lane       TEXT NOT NULL,
+                body       TEXT NOT NULL,
+                created_at INTEGER
+            )
+            """,
+            "CREATE TABLE message_map (key TEXT PRIMARY KEY, value TEXT NOT NULL,"
+            " at INTEGER NOT NULL) WITHOUT ROWID",
+            "CREATE INDEX message_map_age ON message_map (at)",
+        ),
+    ),
 )
 
 

@@ -1,0 +1,67 @@
+"""The relay's concerns in process memory (tests and `memory://`)."""
+
+from __future__ import annotations
+
+import copy
+from datetime import datetime
+from typing import Any
+
+from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore, SeenStore
+
+
+class MemorySeenStore(SeenStore):
+    def __init__(self) -> None:
+        self._seen: dict[str, datetime] = {}
+
+    async def add(self, key: str, now: datetime) -> bool:
+        if key in self._seen:
+            return False
+        self._seen[key] = now
+        return True
+
+    async def prune(self, before: datetime) -> int:
+        old = [key for key, at in self._seen.items() if at < before]
+        for key in old:
+            del self._seen[key]
+        return len(old)
+
+
+class MemoryOutboxStore(OutboxStore):
+    def __init__(self) -> None:
+        self._items: dict[int, OutboxItem] = {}
+        self._next_id = 1
+
+    async def append(self, item: OutboxItem) -> int:
+        item.id = self._next_id
+        self._next_id += 1
+        self._items[item.id] = copy.deepcopy(item)
+        return item.id
+
+    async def pending(self) -> list[OutboxItem]:
+        return [copy.deepcopy(self._items[key]) for key in sorted(self._items)]
+
+    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
+        item = self._items.get(item_id)
+        if item is not None:
+            item.sent[index] = message_id
+
+    async def complete(self, item_id: int) -> None:
+        self._items.pop(item_id, None)
+
+
+class MemoryMessageMapStore(MessageMapStore):
+    def __init__(self) -> None:
+        self._values: dict[str, tuple[dict[str, Any], datetime]] = {}
+
+    async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
+        self._values[key] = (dict(value), now)
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        found = self._values.get(key)
+        return dict(found[0]) if found else None
+
+    async def prune(self, before: datetime) -> int:
+        old = [key for key, (_, at) in self._values.items() if at < before]
+        for key in old:
+            del self._values[key]
+        return len(old)

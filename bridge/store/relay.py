@@ -1,0 +1,87 @@
+"""The relay's concerns: seen ids, the durable outbox and the platform-message map.
+
+They sit behind the same `Store` as tracked conversations (DESIGN §7), each with a few coarse
+operations, so memory, SQLite and (later) Redis implement them alike.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+
+class SeenStore(ABC):
+    """Keys already handled (platform message ids, delivery event ids), for idempotency."""
+
+    @abstractmethod
+    async def add(self, key: str, now: datetime) -> bool:
+        """Remember `key`; True when it was new, False when it had been seen already."""
+
+    @abstractmethod
+    async def prune(self, before: datetime) -> int:
+        """Forget keys first seen before the cut-off; returns how many."""
+
+
+@dataclass(slots=True)
+class OutboxItem:
+    """One logical output for one chat lane, already rendered and split into parts.
+
+    `sent` holds the platform message id of every part delivered so far, so a restart
+    resumes after the last delivered part instead of posting it twice.
+    """
+
+    lane: str
+    kind: str
+    sender_label: str
+    parts: list[str]
+    conversation: str = ""
+    run_id: str | None = None
+    reply_to: str | None = None
+    protocol: dict[str, Any] | None = None
+    created_at: datetime | None = None
+    id: int = 0
+    sent: list[str | None] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if len(self.sent) < len(self.parts):
+            self.sent.extend([None] * (len(self.parts) - len(self.sent)))
+
+
+class OutboxStore(ABC):
+    """Outputs waiting for their platform, in order per lane, surviving restarts."""
+
+    @abstractmethod
+    async def append(self, item: OutboxItem) -> int:
+        """Durably queue `item`; assigns and returns its id (increasing in queue order)."""
+
+    @abstractmethod
+    async def pending(self) -> list[OutboxItem]:
+        """Every item not completed yet, in queue order."""
+
+    @abstractmethod
+    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
+        """Part `index` of the item is on the platform as `message_id`."""
+
+    @abstractmethod
+    async def complete(self, item_id: int) -> None:
+        """The item is done (delivered, superseded or given up) and leaves the queue."""
+
+
+class MessageMapStore(ABC):
+    """Small JSON records keyed by platform message, run or source message.
+
+    Used for: which platform messages the bridge posted (own-echo filter, replies to a
+    CLARIFY), the message a streaming run is being edited into, and which tracked request
+    an inbound message started (so the bot's reply can be wrapped as its RESPONSE).
+    """
+
+    @abstractmethod
+    async def put(self, key: str, value: dict[str, Any], now: datetime) -> None: ...
+
+    @abstractmethod
+    async def get(self, key: str) -> dict[str, Any] | None: ...
+
+    @abstractmethod
+    async def prune(self, before: datetime) -> int: ...
