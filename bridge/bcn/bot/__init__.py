@@ -1,0 +1,35 @@
+"""The Python bot SDK for BCN's `/ws/bot` (seed 000): write a handler, get a bot.
+
+    bot = Bot("ws://127.0.0.1:8765/ws/bot", name="Echo", token_file="echo.token")
+
+    @bot.on_message
+    async def reply(msg: IncomingMessage, run: Run) -> str:
+        return msg.text
+
+    await bot.run()
+
+See docs/bots.md.
+"""
+
+from bridge.bcn.bot.client import CURRENT_PROTOCOL_VERSION, Bot, MessageHandler, ObserveHandler
+from bridge.bcn.bot.history import HistoryStore
+from bridge.bcn.bot.message import ChannelInfo, IncomingMessage
+from bridge.bcn.bot.routing import route_to
+from bridge.bcn.bot.run import Run, RunFinished, RunState
+from bridge.bcn.bot.token_file import load_token, save_token
+
+__all__ = [
+    "CURRENT_PROTOCOL_VERSION",
+    "Bot",
+    "ChannelInfo",
+    "HistoryStore",
+    "IncomingMessage",
+    "MessageHandler",
+    "ObserveHandler",
+    "Run",
+    "RunFinished",
+    "RunState",
+    "load_token",
+    "route_to",
+    "save_token",
+]

@@ -1,0 +1,150 @@
+"""One answer in progress: the handle a message handler streams its reply through.
+
+A run follows the seed's state machine (§6.6): any number of `delta`s (and optional tool
+call reports), then exactly one terminal event — `final`, `error` or `aborted`. Once BCN has
+aborted the run, everything the handler still sends is dropped silently, so a handler that
+is slow to notice its cancellation cannot leak late output (seed §5.3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from enum import StrEnum
+from typing import Any
+
+from bridge.bcn.bot.message import assistant_message
+
+log = logging.getLogger(__name__)
+
+Emit = Callable[[dict[str, Any]], Awaitable[None]]
+"""Sends one `chat.event` payload on the bot's current connection."""
+
+FinalListener = Callable[["Run", str], None]
+"""Told about each final reply, so the bot can add it to its history."""
+
+
+class RunState(StrEnum):
+    RUNNING = "running"
+    FINAL = "final"
+    ERROR = "error"
+    ABORTED = "aborted"
+
+
+class RunFinished(RuntimeError):
+    """The handler tried to send on a run that already ended with `final` or `error`."""
+
+
+class Run:
+    def __init__(
+        self,
+        run_id: str,
+        *,
+        session_key: str,
+        bcs_group_id: str,
+        emit: Emit,
+        on_final: FinalListener | None = None,
+    ) -> None:
+        self.run_id = run_id
+        self.session_key = session_key
+        self.bcs_group_id = bcs_group_id
+        self.state = RunState.RUNNING
+        self._emit = emit
+        self._on_final = on_final
+        self._streamed: list[str] = []
+
+    def __repr__(self) -> str:
+        return f"Run({self.run_id!r}, session_key={self.session_key!r}, state={self.state})"
+
+    @property
+    def finished(self) -> bool:
+        return self.state is not RunState.RUNNING
+
+    @property
+    def aborted(self) -> bool:
+        return self.state is RunState.ABORTED
+
+    @property
+    def streamed_text(self) -> str:
+        """Everything sent as deltas so far, joined."""
+        return "".join(self._streamed)
+
+    # ------------------------------------------------------------------ streaming
+    async def delta(self, text: str) -> None:
+        """Send the next piece of the reply (just the new piece, not the text so far)."""
+        if await self._send("delta", {"message": assistant_message(text)}):
+            self._streamed.append(text)
+
+    async def tool_call_start(
+        self, tool_call_id: str, tool_name: str, args: dict[str, Any] | None = None
+    ) -> None:
+        await self._send(
+            "tool_call_start",
+            {"tool_call_id": tool_call_id, "tool_name": tool_name, "args": args or {}},
+        )
+
+    async def tool_call_end(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        result: Any = None,
+        *,
+        success: bool = True,
+    ) -> None:
+        await self._send(
+            "tool_call_end",
+            {"tool_call_id": tool_call_id, "tool_name": tool_name, "result": result,
+             "success": success},
+        )
+
+    # ------------------------------------------------------------------ endings
+    async def final(
+        self,
+        text: str,
+        *,
+        routing: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
+        stop_reason: str = "complete",
+    ) -> None:
+        """End the run with the complete reply; `routing` picks who answers next (seed §7)."""
+        extra: dict[str, Any] = {"message": assistant_message(text), "stop_reason": stop_reason}
+        if routing is not None:
+            extra["routing"] = routing
+        if usage is not None:
+            extra["usage"] = usage
+        if await self._send("final", extra, ending=RunState.FINAL) and self._on_final:
+            self._on_final(self, text)
+
+    async def error(self, text: str) -> None:
+        """End the run as failed, with a short message the humans will see."""
+        await self._send("error", {"message": assistant_message(text)}, ending=RunState.ERROR)
+
+    async def _send(
+        self, state: str, extra: dict[str, Any], *, ending: RunState | None = None
+    ) -> bool:
+        """Emit one event; False when it was dropped because the run was aborted."""
+        if self.state is RunState.ABORTED:
+            log.debug("run %s: dropping %s after abort", self.run_id, state)
+            return False
+        if self.finished:
+            raise RunFinished(f"run {self.run_id} already ended with {self.state}; "
+                              f"cannot send {state}")
+        if ending is not None:
+            self.state = ending
+        payload = {"run_id": self.run_id, "bcs_group_id": self.bcs_group_id, "state": state}
+        payload.update(extra)
+        await self._emit(payload)
+        return True
+
+    # ------------------------------------------------------------------ used by the Bot
+    def mark_aborted(self) -> bool:
+        """Move to ABORTED, suppressing all later output; False if it had already ended."""
+        if self.finished:
+            return False
+        self.state = RunState.ABORTED
+        return True
+
+    async def announce_aborted(self) -> None:
+        """Send the terminal `aborted` event (seed §6.4) once the handler has stopped."""
+        await self._emit({"run_id": self.run_id, "bcs_group_id": self.bcs_group_id,
+                          "state": "aborted", "stop_reason": "aborted"})
