@@ -1,0 +1,153 @@
+"""`BridgeConfig`, the whole YAML file, and `load_config` that reads it.
+
+Sections are validated one by one so that each is checked by the model that owns it:
+the hub by `bridge.hub.config.HubConfig`, every `accounts.<type>.<name>` by the model its
+adapter declares (found through `bridge.core.registry`), bindings by `Binding`. Then the
+rules that span sections run. All problems from all stages are reported together.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny
+
+from bridge.config.checks import cross_section_problems
+from bridge.config.document import Document, read_document
+from bridge.config.errors import ConfigError, ConfigIssue
+from bridge.config.loader import top_level, validate_at
+from bridge.config.messages import did_you_mean, unknown_key_message
+from bridge.config.sections import (
+    DEFAULT_STORE,
+    BcnSection,
+    CommandNames,
+    WebSection,
+    check_store_url,
+)
+from bridge.core import registry
+from bridge.core.binding import Binding
+from bridge.hub.config import HubConfig
+
+ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
+
+SECTIONS = ("hub", "bcn", "store", "web", "accounts", "bindings", "commands")
+
+AccountConfigs = dict[str, dict[str, SerializeAsAny[BaseModel]]]
+"""`accounts[type][name]` -> the config model instance the adapter of `type` declares."""
+
+
+class BridgeConfig(BaseModel):
+    """One deployment: the BCN it talks to, its accounts, and which chat goes where."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    hub: HubConfig | None = Field(
+        None, description="Run the embedded BCN hub in this process (with bcn.url: embedded)."
+    )
+    bcn: BcnSection = Field(default_factory=BcnSection)
+    store: Annotated[str, AfterValidator(check_store_url)] = Field(
+        DEFAULT_STORE, description="Where state is kept: sqlite:///path.db or memory://."
+    )
+    web: WebSection = Field(default_factory=WebSection)
+    accounts: AccountConfigs = Field(
+        default_factory=dict, description="Platform accounts by channel type, then by name."
+    )
+    bindings: list[Binding] = Field(default_factory=list)
+    commands: CommandNames = Field(default_factory=CommandNames)
+
+    def account(self, channel: str) -> BaseModel:
+        """The account config for `"telegram:main"`; KeyError when not configured."""
+        channel_type, _, name = channel.partition(":")
+        return self.accounts[channel_type][name]
+
+
+def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -> BridgeConfig:
+    """Read, expand and validate a whole config file; `ConfigError` lists every problem."""
+    doc = read_document(path)
+    top = top_level(doc)
+    issues: list[ConfigIssue] = [
+        doc.issue((key,), unknown_key_message(key, SECTIONS)) for key in top if key not in SECTIONS
+    ]
+    hub: HubConfig | None = None
+    if top.get("hub") is not None:
+        hub, hub_issues = validate_at(doc, ("hub",), HubConfig, environ=environ)
+        issues += hub_issues
+    accounts, declared, account_issues = _load_accounts(doc, environ)
+    issues += account_issues
+
+    rest = {key: value for key, value in top.items() if key in SECTIONS}
+    rest.pop("hub", None)
+    rest.pop("accounts", None)
+    rest_doc = Document(file=doc.file, data=rest, lines=doc.lines, hidden=doc.hidden)
+    core, core_issues = validate_at(rest_doc, (), BridgeConfig, environ=environ)
+    issues += core_issues
+    if core is None or issues:
+        raise ConfigError(issues)
+
+    config = core.model_copy(update={"hub": hub, "accounts": accounts})
+    problems = cross_section_problems(config, declared)
+    if problems:
+        raise ConfigError(doc.issue(loc, message) for loc, message in problems)
+    return config
+
+
+def _load_accounts(
+    doc: Document, environ: Mapping[str, str] | None
+) -> tuple[AccountConfigs, dict[str, list[str]], list[ConfigIssue]]:
+    """Validate each account with its adapter's model; also return the names declared."""
+    section = doc.data.get("accounts")
+    if section is None:
+        return {}, {}, []
+    if not isinstance(section, dict):
+        message = "expected a mapping of channel types (e.g. 'telegram:'), got a list"
+        if not isinstance(section, list):
+            message = "expected a mapping of channel types (e.g. 'telegram:')"
+        return {}, {}, [doc.issue(("accounts",), message)]
+    accounts: AccountConfigs = {}
+    declared: dict[str, list[str]] = {}
+    issues: list[ConfigIssue] = []
+    for channel_type, named in section.items():
+        loc = ("accounts", channel_type)
+        if named is None:
+            named = section[channel_type] = {}
+        if not isinstance(named, dict):
+            issues.append(doc.issue(loc, "expected a mapping of account names (e.g. 'main:')"))
+            continue
+        declared[channel_type] = list(named)
+        model_cls, problem = _account_model(channel_type)
+        for name in named:
+            if not ACCOUNT_NAME.match(name):
+                issues.append(
+                    doc.issue(
+                        (*loc, name), "an account name is 1-64 letters, digits, '_', '.' or '-'"
+                    )
+                )
+        if model_cls is None:
+            issues.append(doc.issue(loc, problem))
+            continue
+        for name in named:
+            if named[name] is None:
+                named[name] = {}  # `main:` with nothing under it means all defaults
+            model, model_issues = validate_at(doc, (*loc, name), model_cls, environ=environ)
+            issues += model_issues
+            if model is not None:
+                accounts.setdefault(channel_type, {})[name] = model
+    return accounts, declared, issues
+
+
+def _account_model(channel_type: str) -> tuple[type[BaseModel] | None, str]:
+    """The adapter's account model, or None and a sentence saying why there is none."""
+    try:
+        return registry.account_config_model(channel_type), ""
+    except registry.UnknownChannelType:
+        known = sorted(registry.ADAPTERS)
+        hint = did_you_mean(channel_type, known)
+        return None, f"unknown channel type '{channel_type}'{hint} (known: {', '.join(known)})"
+    except Exception as exc:  # the adapter module is missing or broken
+        return None, (
+            f"the '{channel_type}' adapter cannot be loaded ({type(exc).__name__}: {exc}), "
+            "so its accounts cannot be checked"
+        )
