@@ -74,7 +74,7 @@ def fingerprint(message: TrackedMessage) -> str:
     """
     meta = message.meta
     fields = (
-        message.type,
+        str(message.type),
         message.to,
         message.from_,
         message.request_id,

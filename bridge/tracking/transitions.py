@@ -34,9 +34,11 @@ from bridge.tracking.vocabulary import (
     DONE,
     EXPIRED,
     EXPIRED_STATUS,
+    FAILED,
     FINISHED_STATUSES,
     HANDOFF,
     OPEN,
+    PARTIAL,
     REQUEST,
     RESPONSE,
     RESPONSE_STATUSES,
@@ -54,13 +56,14 @@ def on_message(
     timeouts: dict[str, timedelta],
 ) -> Conversation | None:
     """A protocol message was seen; an exact repeat of one already in the history is ignored."""
+    kind = str(message.type)  # a StrEnum from the parser; store the plain word
     digest = fingerprint(message)
     if current is not None and any(entry.fingerprint == digest for entry in current.history):
         return None
     status = status_after(message)
     deadline = deadline_after(message, status, now, timeouts)
     entry = HistoryEntry(
-        type=message.type,
+        type=kind,
         from_=message.from_ or "",
         to=message.to or "",
         status=status,
@@ -68,21 +71,21 @@ def on_message(
         content=content_of(message),
         fingerprint=digest,
     )
-    task = message.task if message.type != BROADCAST else content_of(message)
+    task = message.task if kind != BROADCAST else content_of(message)
     if current is None:
         requester, owner = message.from_ or "", message.to or ""
-        if message.type in (RESPONSE, CLARIFY):
+        if kind in (RESPONSE, CLARIFY):
             # A reply seen without its request: the requester is whom it is addressed to.
             requester, owner = owner, requester
         return Conversation(
             request_id=message.request_id,
-            type=message.type,
+            type=kind,
             from_=requester,
             to=owner,
             status=status,
             created_at=now,
             updated_at=now,
-            last_type=message.type,
+            last_type=kind,
             task=task,
             depth=depth_of(message),
             original_from=message.original_from or requester,
@@ -92,10 +95,10 @@ def on_message(
         )
     return replace(
         current,
-        to=(message.to or current.to) if message.type in (REQUEST, HANDOFF) else current.to,
+        to=(message.to or current.to) if kind in (REQUEST, HANDOFF) else current.to,
         status=status,
         updated_at=now,
-        last_type=message.type,
+        last_type=kind,
         task=current.task or task,
         depth=depth_of(message) or current.depth,
         original_from=current.original_from or message.original_from,
@@ -161,14 +164,25 @@ def on_deadline(current: Conversation | None, *, now: datetime) -> Conversation 
         return None
     if current.last_type == BROADCAST:
         return _finish(current, EXPIRED, EXPIRED_STATUS, "broadcast expired", now, BRIDGE)
-    waited_for = "an answer" if current.status == CLARIFYING else "a response"
+    waited_for = "answer" if current.status == CLARIFYING else "response"
     reason = f"no {waited_for} after {current.last_type}"
     return _finish(current, TIMEOUT, TIMED_OUT, reason, now, BRIDGE)
 
 
+# The article dialect's spellings of the three RESPONSE statuses.
+_STATUS_ALIASES = {"success": DONE, "partial_success": PARTIAL, "failure": FAILED}
+
+
 def status_after(message: TrackedMessage) -> str:
+    """The status a message leaves its conversation in.
+
+    A RESPONSE without a Status, or with one the protocol does not define, counts as done:
+    the owner answered, and the Result in the history says what the answer was.
+    """
     if message.type == RESPONSE:
-        return message.status if message.status in RESPONSE_STATUSES else DONE
+        status = (message.status or "").strip().lower()
+        status = _STATUS_ALIASES.get(status, status)
+        return status if status in RESPONSE_STATUSES else DONE
     if message.type == CLARIFY:
         return CLARIFYING
     return OPEN
@@ -183,7 +197,7 @@ def deadline_after(
         expires = parse_expires(message.expires)
         if expires is not None:
             return expires
-    return now + timeouts[message.type]
+    return now + timeouts[str(message.type)]
 
 
 def parse_expires(text: str | None) -> datetime | None:

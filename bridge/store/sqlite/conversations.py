@@ -4,13 +4,20 @@ An update reads the row and its history, applies the change and writes the row p
 new history entries, all in one IMMEDIATE transaction; `due` and `remove_finished` are range
 queries on partial indexes (see migration 1), so their cost follows the number of rows they
 return, not the number stored.
+
+Recently read or written conversations are kept with the row's `revision` token; when the row
+still carries that token, its history is reused instead of re-read, which keeps a busy
+conversation's updates from growing with its history. Any write, from any process, replaces
+the token, so a stale copy is never used.
 """
 
 from __future__ import annotations
 
+import secrets
 import sqlite3
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from bridge.store.base import ConversationChange, ConversationStore, Updated, check_replacement
 from bridge.store.records import Conversation, HistoryEntry
@@ -18,21 +25,27 @@ from bridge.store.sqlite.connection import write_transaction
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
+# How many conversations to keep for reuse; about 1 KB each.
+RECENT_LIMIT = 2048
+
 _COLUMNS = (
     "request_id, type, from_name, to_name, status, task, depth_current, depth_max,"
     " original_from, chat, created_at, updated_at, deadline, last_type"
 )
+_REVISIONED = f"{_COLUMNS}, revision"
 _HISTORY_COLUMNS = "request_id, seq, type, from_name, to_name, status, at, content, fingerprint"
 
 _UPSERT = f"""
-    INSERT INTO conversations ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    INSERT INTO conversations ({_REVISIONED})
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (request_id) DO UPDATE SET
         type = excluded.type, from_name = excluded.from_name, to_name = excluded.to_name,
         status = excluded.status, task = excluded.task,
         depth_current = excluded.depth_current, depth_max = excluded.depth_max,
         original_from = excluded.original_from, chat = excluded.chat,
         created_at = excluded.created_at, updated_at = excluded.updated_at,
-        deadline = excluded.deadline, last_type = excluded.last_type
+        deadline = excluded.deadline, last_type = excluded.last_type,
+        revision = excluded.revision
 """
 _INSERT_HISTORY = (
     f"INSERT INTO conversation_history ({_HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -51,10 +64,11 @@ def from_micros(micros: int) -> datetime:
 class SqliteConversationStore(ConversationStore):
     """The conversation concern of `SqliteStore`, sharing its connection."""
 
-    __slots__ = ("_db",)
+    __slots__ = ("_db", "_recent")
 
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
+        self._recent: dict[str, tuple[int, Conversation]] = {}
 
     async def get(self, request_id: str) -> Conversation | None:
         return self._load(request_id)
@@ -66,7 +80,8 @@ class SqliteConversationStore(ConversationStore):
             if new is None:
                 return Updated(current, False)
             check_replacement(request_id, current, new)
-            self._db.execute(_UPSERT, _row(new))
+            revision = secrets.randbits(63)
+            self._db.execute(_UPSERT, (*_row(new), revision))
             first_new = len(current.history) if current else 0
             self._db.executemany(
                 _INSERT_HISTORY,
@@ -75,6 +90,7 @@ class SqliteConversationStore(ConversationStore):
                     for seq, entry in enumerate(new.history[first_new:], start=first_new)
                 ),
             )
+        self._remember(request_id, revision, new)
         return Updated(new, True)
 
     async def find(
@@ -131,17 +147,30 @@ class SqliteConversationStore(ConversationStore):
 
     def _load(self, request_id: str) -> Conversation | None:
         row = self._db.execute(
-            f"SELECT {_COLUMNS} FROM conversations WHERE request_id = ?", (request_id,)
+            f"SELECT {_REVISIONED} FROM conversations WHERE request_id = ?", (request_id,)
         ).fetchone()
         if row is None:
+            self._recent.pop(request_id, None)
             return None
+        *columns, revision = row
+        recent = self._recent.get(request_id)
+        if recent is not None and recent[0] == revision:
+            return recent[1]
         history = self._db.execute(
             f"SELECT {_HISTORY_COLUMNS} FROM conversation_history WHERE request_id = ?"
             " ORDER BY seq",
             (request_id,),
         )
-        return _conversation(row, [_entry(history_row) for history_row in history])
+        conversation = _conversation(columns, [_entry(history_row) for history_row in history])
+        self._remember(request_id, revision, conversation)
+        return conversation
 
+    def _remember(self, request_id: str, revision: int, conversation: Conversation) -> None:
+        recent = self._recent
+        recent.pop(request_id, None)  # re-insert at the end: dict order is recency
+        recent[request_id] = (revision, conversation)
+        if len(recent) > RECENT_LIMIT:
+            del recent[next(iter(recent))]
 
 def _row(conversation: Conversation) -> tuple[object, ...]:
     depth_current, depth_max = conversation.depth or (None, None)
@@ -163,7 +192,7 @@ def _row(conversation: Conversation) -> tuple[object, ...]:
     )
 
 
-def _conversation(row: tuple, history: Iterable[HistoryEntry]) -> Conversation:
+def _conversation(row: Sequence[Any], history: Iterable[HistoryEntry]) -> Conversation:
     (request_id, type_, from_, to, status, task, depth_current, depth_max, original_from,
      chat, created_at, updated_at, deadline, last_type) = row  # fmt: skip
     return Conversation(
@@ -198,7 +227,7 @@ def _history_row(request_id: str, seq: int, entry: HistoryEntry) -> tuple[object
     )
 
 
-def _entry(row: tuple) -> HistoryEntry:
+def _entry(row: Sequence[Any]) -> HistoryEntry:
     _, _, type_, from_, to, status, at, content, fingerprint = row
     return HistoryEntry(
         type=type_,

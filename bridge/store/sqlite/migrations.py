@@ -26,6 +26,8 @@ MIGRATIONS: tuple[Migration, ...] = (
         "tracked conversations, their history, and the deadline index",
         (
             # Times are integer microseconds since the epoch (UTC): exact, and ordered.
+            # `revision` is a random token rewritten on every write, so a process can tell
+            # whether the copy it holds is still current without re-reading the history.
             """
             CREATE TABLE conversations (
                 request_id    TEXT PRIMARY KEY,
@@ -41,7 +43,8 @@ MIGRATIONS: tuple[Migration, ...] = (
                 created_at    INTEGER NOT NULL,
                 updated_at    INTEGER NOT NULL,
                 deadline      INTEGER,
-                last_type     TEXT NOT NULL
+                last_type     TEXT NOT NULL,
+                revision      INTEGER NOT NULL
             )
             """,
             # Waiting conversations by deadline: what `due` range-scans.

@@ -1,0 +1,166 @@
+"""What only the SQLite store promises: durability, WAL, migrations, indexed queries."""
+
+import sqlite3
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from bridge.store import open_store
+from bridge.store.records import Conversation, HistoryEntry
+from bridge.store.sqlite import SqliteStore
+from bridge.store.sqlite.migrations import (
+    MIGRATIONS,
+    Migration,
+    SchemaTooNew,
+    check_numbering,
+    migrate,
+    schema_version,
+)
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def opened(tmp_path: Path) -> Conversation:
+    entry = HistoryEntry("REQUEST", "Lotbot", "Weather", "open", T0, "weather?", "fp")
+    return Conversation(
+        request_id="lotbot-1",
+        type="REQUEST",
+        from_="Lotbot",
+        to="Weather",
+        status="open",
+        created_at=T0,
+        updated_at=T0,
+        last_type="REQUEST",
+        task="weather?",
+        deadline=T0 + timedelta(minutes=30),
+        history=(entry,),
+    )
+
+
+async def test_state_survives_close_and_reopen(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/bridge.db"
+    conversation = opened(tmp_path)
+    async with open_store(url) as store:
+        await store.conversations.update("lotbot-1", lambda _: conversation)
+    async with open_store(url) as store:
+        assert await store.conversations.get("lotbot-1") == conversation
+        assert await store.conversations.due(T0 + timedelta(hours=1)) == ["lotbot-1"]
+
+
+async def test_file_is_in_wal_mode_with_normal_sync(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.db"
+    async with open_store(f"sqlite:///{path}") as store:
+        assert isinstance(store, SqliteStore)
+        db = store._db
+        assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    probe = sqlite3.connect(path)
+    assert probe.execute("PRAGMA journal_mode").fetchone()[0] == "wal"  # persistent
+    probe.close()
+
+
+async def test_migrations_run_once_and_record_their_number(tmp_path: Path) -> None:
+    path = tmp_path / "bridge.db"
+    for _ in range(2):
+        async with open_store(f"sqlite:///{path}"):
+            pass
+    db = sqlite3.connect(path)
+    assert schema_version(db) == len(MIGRATIONS)
+    tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    assert {"conversations", "conversation_history"} <= tables
+    db.close()
+
+
+def test_later_migration_applies_on_top_of_an_existing_file(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    assert migrate(db) == len(MIGRATIONS)
+    extra = Migration(len(MIGRATIONS) + 1, "seen ids", ("CREATE TABLE seen (id TEXT)",))
+    assert migrate(db, (*MIGRATIONS, extra)) == len(MIGRATIONS) + 1
+    assert db.execute("SELECT count(*) FROM seen").fetchone() == (0,)
+    assert migrate(db, (*MIGRATIONS, extra)) == len(MIGRATIONS) + 1  # not re-applied
+    db.close()
+
+
+def test_failing_migration_rolls_back_entirely(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    broken = Migration(1, "half", ("CREATE TABLE good (id TEXT)", "CREATE TABLE (oops"))
+    with pytest.raises(sqlite3.OperationalError):
+        migrate(db, (broken,))
+    assert schema_version(db) == 0
+    assert db.execute("SELECT name FROM sqlite_master WHERE name='good'").fetchone() is None
+    db.close()
+
+
+def test_newer_schema_than_this_code_is_refused(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 5}")
+    with pytest.raises(SchemaTooNew, match="upgrade bcn-bridge"):
+        migrate(db)
+    db.close()
+
+
+def test_migrations_are_numbered_one_by_one() -> None:
+    check_numbering(MIGRATIONS)
+    with pytest.raises(ValueError, match="expected 2"):
+        check_numbering((Migration(1, "a", ()), Migration(3, "b", ())))
+
+
+def query_plan(db: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> str:
+    return " | ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params))
+
+
+async def test_due_and_cleanup_are_index_range_queries(tmp_path: Path) -> None:
+    """Catch a regression to a full scan by asking SQLite how it runs the store's queries."""
+    async with open_store(f"sqlite:///{tmp_path}/bridge.db") as store:
+        assert isinstance(store, SqliteStore)
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        await store.conversations.due(T0)
+        await store.conversations.remove_finished(T0)
+        store._db.set_trace_callback(None)
+        due_sql = next(s for s in statements if "deadline <=" in s)
+        plan = query_plan(store._db, due_sql, ())
+        assert "USING INDEX conversations_deadline" in plan, plan
+        delete_sql = next(s for s in statements if s.startswith("DELETE FROM conversations"))
+        plan = query_plan(store._db, delete_sql, ())
+        assert "conversations_finished" in plan, plan
+
+
+async def test_history_rows_live_in_their_own_table(tmp_path: Path) -> None:
+    async with open_store(f"sqlite:///{tmp_path}/bridge.db") as store:
+        assert isinstance(store, SqliteStore)
+        conversation = opened(tmp_path)
+        await store.conversations.update("lotbot-1", lambda _: conversation)
+        more = HistoryEntry("RESPONSE", "Weather", "Lotbot", "done", T0, "sunny", "fp2")
+        await store.conversations.update(
+            "lotbot-1",
+            lambda current: replace(current, history=(*current.history, more)),
+        )
+        rows = store._db.execute(
+            "SELECT seq, type FROM conversation_history WHERE request_id = 'lotbot-1'"
+        ).fetchall()
+        assert rows == [(0, "REQUEST"), (1, "RESPONSE")]
+
+
+async def test_a_second_connection_never_sees_a_stale_copy(tmp_path: Path) -> None:
+    """Each store reuses histories it already holds; a write elsewhere must invalidate that."""
+    url = f"sqlite:///{tmp_path}/bridge.db"
+    conversation = opened(tmp_path)
+    async with open_store(url) as first, open_store(url) as second:
+        await first.conversations.update("lotbot-1", lambda _: conversation)
+        assert await first.conversations.get("lotbot-1") == conversation
+        more = HistoryEntry("RESPONSE", "Weather", "Lotbot", "done", T0, "sunny", "fp2")
+        answered = replace(
+            conversation, status="done", deadline=None, history=(*conversation.history, more)
+        )
+        await second.conversations.update("lotbot-1", lambda _: answered)
+        assert await first.conversations.get("lotbot-1") == answered
+
+        await second.conversations.remove_finished(T0 + timedelta(days=1))
+        assert await first.conversations.get("lotbot-1") is None
+        await first.conversations.update("lotbot-1", lambda _: answered)
+        await second.conversations.remove_finished(T0 + timedelta(days=1))
+        await second.conversations.update("lotbot-1", lambda _: conversation)  # recreated
+        assert await first.conversations.get("lotbot-1") == conversation
