@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
+    "bridge.cli.config",
     "bridge.cli.protocol",
     "bridge.cli.conversations",
 )

@@ -18,6 +18,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAn
 from bridge.config.checks import cross_section_problems
 from bridge.config.document import Document, read_document
 from bridge.config.errors import ConfigError, ConfigIssue
+from bridge.config.expand import FILE_SUFFIX
 from bridge.config.loader import top_level, validate_at
 from bridge.config.messages import did_you_mean, unknown_key_message
 from bridge.config.sections import (
@@ -69,7 +70,9 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     doc = read_document(path)
     top = top_level(doc)
     issues: list[ConfigIssue] = [
-        doc.issue((key,), unknown_key_message(key, SECTIONS)) for key in top if key not in SECTIONS
+        doc.issue((key,), unknown_key_message(key, SECTIONS))
+        for key in top
+        if not _is_section_key(key)
     ]
     hub: HubConfig | None = None
     if top.get("hub") is not None:
@@ -78,7 +81,7 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     accounts, declared, account_issues = _load_accounts(doc, environ)
     issues += account_issues
 
-    rest = {key: value for key, value in top.items() if key in SECTIONS}
+    rest = {key: value for key, value in top.items() if _is_section_key(key)}
     rest.pop("hub", None)
     rest.pop("accounts", None)
     rest_doc = Document(file=doc.file, data=rest, lines=doc.lines, hidden=doc.hidden)
@@ -92,6 +95,11 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     if problems:
         raise ConfigError(doc.issue(loc, message) for loc, message in problems)
     return config
+
+
+def _is_section_key(key: str) -> bool:
+    """A section, or `store_file:` and the like (a section's value read from a file)."""
+    return key in SECTIONS or key.removesuffix(FILE_SUFFIX) in SECTIONS
 
 
 def _load_accounts(
