@@ -34,11 +34,9 @@ from bridge.tracking.vocabulary import (
     DONE,
     EXPIRED,
     EXPIRED_STATUS,
-    FAILED,
     FINISHED_STATUSES,
     HANDOFF,
     OPEN,
-    PARTIAL,
     REQUEST,
     RESPONSE,
     RESPONSE_STATUSES,
@@ -169,20 +167,14 @@ def on_deadline(current: Conversation | None, *, now: datetime) -> Conversation 
     return _finish(current, TIMEOUT, TIMED_OUT, reason, now, BRIDGE)
 
 
-# The article dialect's spellings of the three RESPONSE statuses.
-_STATUS_ALIASES = {"success": DONE, "partial_success": PARTIAL, "failure": FAILED}
-
-
 def status_after(message: TrackedMessage) -> str:
     """The status a message leaves its conversation in.
 
-    A RESPONSE without a Status, or with one the protocol does not define, counts as done:
-    the owner answered, and the Result in the history says what the answer was.
+    A RESPONSE without a Status (the parser also maps an unknown one to none) counts as
+    done: the owner answered, and the Result in the history says what the answer was.
     """
     if message.type == RESPONSE:
-        status = (message.status or "").strip().lower()
-        status = _STATUS_ALIASES.get(status, status)
-        return status if status in RESPONSE_STATUSES else DONE
+        return message.status if message.status in RESPONSE_STATUSES else DONE
     if message.type == CLARIFY:
         return CLARIFYING
     return OPEN

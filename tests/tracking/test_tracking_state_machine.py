@@ -1,9 +1,10 @@
 """The conversation state machine, through the Tracker, on every store."""
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
-from tracking_messages import broadcast, clarify, handoff, request, response
+from tracking_messages import broadcast, clarify, handoff, parsed, request, response
 
 from bridge.store import open_store
 from bridge.tracking import ConversationClosed, Tracker, UnknownConversation
@@ -71,10 +72,8 @@ async def test_answer_refuses_unknown_and_finished_conversations(tracker: Tracke
 
 @pytest.mark.parametrize(
     ("status", "expected"),
-    [("done", "done"), ("partial", "partial"), ("failed", "failed"), (None, "done"),
-     ("success", "done"), ("partial_success", "partial"), ("FAILED", "failed"),
-     ("bogus", "done")],
-)  # fmt: skip
+    [("done", "done"), ("partial", "partial"), ("failed", "failed"), (None, "done")],
+)
 async def test_response_finishes_with_its_status(
     tracker: Tracker, status: str | None, expected: str
 ) -> None:
@@ -84,6 +83,20 @@ async def test_response_finishes_with_its_status(
     assert finished.deadline is None
     assert finished.finished
     assert finished.history[-1].content == "18°C, partly cloudy"
+
+
+@pytest.mark.parametrize(
+    ("status", "expected"), [("partial_success", "partial"), ("bogus", "done")]
+)
+async def test_article_dialect_response_statuses(
+    tracker: Tracker, status: str, expected: str
+) -> None:
+    await tracker.track(request(), now=T0)
+    article = parsed(
+        "[RESPONSE -> Lotbot]\nFrom: Weather\nRequestId: lotbot-abc123\n"
+        f"Status: {status}\nBody: 18°C\nDepth: 2/5"
+    )
+    assert (await tracker.track(article, now=T0 + MINUTE)).status == expected
 
 
 async def test_handoff_moves_the_owner_and_stays_open(tracker: Tracker) -> None:
@@ -207,7 +220,11 @@ async def test_late_response_after_timeout_records_the_answer(tracker: Tracker) 
 
 
 async def test_close_ends_a_conversation_with_a_reason(tracker: Tracker) -> None:
-    await tracker.track(request(depth=(5, 5)), now=T0)
+    at_the_limit = parsed(
+        "```\n[REQUEST → @Weather]\nFrom: Lotbot\nRequestId: lotbot-abc123\n"
+        "Task: Check the weather\nDepth: 5/5\n```"
+    )
+    assert (await tracker.track(at_the_limit, now=T0)).depth == (5, 5)
     closed = await tracker.close("lotbot-abc123", "failed", "depth limit 5/5", now=T0 + MINUTE)
     assert (closed.status, closed.deadline, closed.last_type) == ("failed", None, "CLOSE")
     entry = closed.history[-1]
@@ -292,7 +309,12 @@ async def test_default_now_is_the_current_time(tracker: Tracker) -> None:
 
 @pytest.mark.parametrize(
     "bad",
-    [request(rid=None), request(rid="  "), request().__class__("PING", "a", "b", "id-1")],
+    [
+        replace(request(), request_id=None),
+        replace(request(), request_id="  "),
+        replace(request(), type="PING"),
+        object(),
+    ],
 )
 async def test_untrackable_messages_are_a_clear_error(tracker: Tracker, bad: object) -> None:
     with pytest.raises(ValueError, match="cannot track"):
