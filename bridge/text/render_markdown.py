@@ -1,0 +1,77 @@
+"""Document model → the common Markdown BCN bots read (the inverse of parse_markdown).
+
+Used for text coming from the platforms: mentions become `@Name`, markup becomes CommonMark
+with `~~strike~~`. Escaping is minimal so bots read natural text: only characters that would
+otherwise start markup get a backslash, and URLs are left alone. Underline and spoilers have
+no Markdown form and render as their content.
+"""
+
+from __future__ import annotations
+
+import re
+
+from bridge.text.model import CodeBlock, Link, Mention, MentionKind, Style, Styled
+from bridge.text.normalize import plain_text
+from bridge.text.render_base import BARE_URL, InlineContext
+from bridge.text.render_lines import LineRenderer, escape_block_start
+
+_SPECIAL = re.compile(r"([\\`*\[\]<~]|_(?![^\W_])|(?<![^\W_])_|&(?=#?\w+;))")
+_BLOCK_START = re.compile(r"^(\s*)(#|>|[-+=](?=\s|$)|\d{1,9}(?=[.)](?:\s|$)))")
+_MARKERS = {Style.BOLD: "**", Style.STRIKE: "~~"}
+_WORD = re.compile(r"[^\W_]")
+
+
+def escape_markdown(text: str) -> str:
+    pieces: list[str] = []
+    cursor = 0
+    for url in BARE_URL.finditer(text):
+        pieces.append(_SPECIAL.sub(r"\\\1", text[cursor : url.start()]))
+        pieces.append(url.group())
+        cursor = url.end()
+    pieces.append(_SPECIAL.sub(r"\\\1", text[cursor:]))
+    return "".join(pieces)
+
+
+class MarkdownRenderer(LineRenderer):
+    def text(self, text: str) -> str:
+        return escape_markdown(text)
+
+    def guard_line_start(self, line: str) -> str:
+        return _BLOCK_START.sub(escape_block_start, line)
+
+    def styled(self, node: Styled, context: InlineContext) -> str:
+        inner = self.inlines(node.children, node)
+        if node.style is Style.ITALIC:
+            before, after = context.text_before()[-1:], context.text_after()[:1]
+            intraword = _WORD.match(before or " ") or _WORD.match(after or " ")
+            marker = "*" if intraword else "_"
+            return f"{marker}{inner}{marker}"
+        marker = _MARKERS.get(node.style, "")
+        return f"{marker}{inner}{marker}"
+
+    def code(self, text: str) -> str:
+        longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+        fence = "`" * (longest + 1)
+        padded = text.startswith(("`", " ")) or text.endswith(("`", " "))
+        return f"{fence} {text} {fence}" if padded else f"{fence}{text}{fence}"
+
+    def code_block(self, block: CodeBlock) -> str:
+        longest = max((len(run) for run in re.findall(r"`{3,}", block.text)), default=2)
+        fence = "`" * (longest + 1)
+        return f"{fence}{self.fence_language(block.language)}\n{block.text}\n{fence}"
+
+    def link(self, node: Link) -> str:
+        label = plain_text(node.children)
+        if label == node.url and re.match(r"[a-z][a-z0-9+.-]*:[^\s<>]*\Z", node.url, re.I):
+            return f"<{node.url}>"
+        url = node.url.replace(" ", "%20").replace("<", "%3C").replace(">", "%3E")
+        if re.search(r"[()\\]", url):
+            url = f"<{url}>"
+        return f"[{self.inlines(node.children, node)}]({url})"
+
+    def mention(self, node: Mention) -> str:
+        if node.kind is MentionKind.EVERYONE:
+            return f"@{node.name or 'everyone'}"
+        prefix = "#" if node.kind is MentionKind.CHANNEL else "@"
+        return prefix + self.display_name(node)
+
