@@ -1,0 +1,197 @@
+"""The webchat adapter: a chat channel in the browser, served by the bridge's own web server.
+
+It is the one platform the bridge fully owns, so it is also where the core's abilities show
+best: replies stream in place under each bot's name, protocol blocks become cards, and a side
+panel lists the room's open requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from aiohttp import web
+
+from adapters.webchat.chat import Webchat
+from adapters.webchat.config import WebchatAccount
+from adapters.webchat.page import WebchatPage
+from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
+from adapters.webchat.session import WebchatSession
+from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
+from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
+from bridge.text.mention_words import MENTION_WORD, mention_for_word
+from bridge.text.model import MentionKind
+from bridge.web.server import WebServer
+
+log = logging.getLogger(__name__)
+
+MIN_FRAME_BYTES = 64 * 1024
+BYTES_PER_CHARACTER = 4
+"""UTF-8 needs at most four bytes per character; JSON escaping adds a little on top."""
+
+_KINDS: dict[OutboundKind, MessageKind] = {
+    OutboundKind.DELTA: "delta",
+    OutboundKind.FINAL: "final",
+    OutboundKind.SYSTEM: "system",
+}
+
+
+def mentioned_names(text: str) -> tuple[str, ...]:
+    """The `@Name`s a person typed, in order, once each (everyone-style words excluded)."""
+    names: dict[str, None] = {}
+    for match in MENTION_WORD.finditer(text):
+        mention = mention_for_word(match.group("name"))
+        if mention.kind is MentionKind.USER:
+            names.setdefault(mention.name, None)
+    return tuple(names)
+
+
+class WebchatAdapter(Adapter):
+    """One webchat account. Its routes are mounted on the bridge's `WebServer` at construction.
+
+    The account `main` lives under `/webchat/main/` and, unless `serve_at_root: false`, at `/`;
+    any other account lives under `/webchat/<account>/`.
+    """
+
+    channel_type: ClassVar[str] = "webchat"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        dialect="webchat",
+        max_length=16000,
+        can_edit=True,
+        custom_sender=True,
+        threads=False,
+        typing=False,
+        min_edit_interval=0.25,
+        request_panel=True,
+    )
+    config_model: ClassVar[type[WebchatAccount]] = WebchatAccount
+
+    def __init__(
+        self,
+        account: str,
+        config: WebchatAccount,
+        sink: InboundSink,
+        *,
+        web: WebServer | None = None,
+    ) -> None:
+        super().__init__(account, config, sink, web=web)
+        if web is None:
+            raise ValueError("the webchat adapter needs the bridge's web server (web=WebServer)")
+        self.config: WebchatAccount = config
+        self.chat = Webchat(config)
+        self.base = f"/webchat/{account}/"
+        self.page = WebchatPage(config.title, self.base)
+        self._sessions: set[WebchatSession] = set()
+        self._accepting = False
+        self._mount(web)
+
+    @property
+    def ws_path(self) -> str:
+        return f"{self.base}ws"
+
+    def _mount(self, server: WebServer) -> None:
+        router = server.router
+        router.add_get(self.base, self.page.index)
+        router.add_get(self.base.rstrip("/"), self._to_base)
+        router.add_get(f"{self.base}static/{{name}}", self.page.asset)
+        router.add_get(self.ws_path, self._socket)
+        serve_at_root = self.config.serve_at_root
+        if serve_at_root or (serve_at_root is None and self.account == "main"):
+            router.add_get("/", self.page.index)
+        server.app.on_shutdown.append(self._close_sockets)
+
+    def set_bound_rooms(self, rooms: Iterable[str] | None) -> None:
+        """Tell the page which rooms are bound to a BCN group (others get a hint)."""
+        self.chat.set_bound_rooms(rooms)
+
+    async def start(self) -> None:
+        self._accepting = True
+
+    async def stop(self) -> None:
+        self._accepting = False
+        await self._close_sockets()
+
+    async def send(self, out: Outbound) -> PlatformRef:
+        message = self._message(uuid.uuid4().hex, out)
+        try:
+            await self.chat.post(message)
+        except TooManyRooms as error:
+            raise PermanentSendError(str(error)) from None
+        return PlatformRef(chat_id=message.room, message_id=message.id)
+
+    async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        message = self._message(ref.message_id, out, room=ref.chat_id)
+        shown = self.chat.rooms.get(ref.chat_id)
+        previous = shown.find(ref.message_id) if shown is not None else None
+        if previous is not None:
+            message.timestamp = previous.timestamp
+        try:
+            await self.chat.replace(message)
+        except TooManyRooms as error:
+            raise PermanentSendError(str(error)) from None
+
+    async def update_requests(self, chat_id: str, requests: list[dict[str, Any]]) -> None:
+        if not self.config.allows_room(chat_id):
+            raise PermanentSendError(f"webchat {self.account!r} has no room {chat_id!r}")
+        try:
+            await self.chat.set_requests(chat_id, requests)
+        except TooManyRooms as error:
+            raise PermanentSendError(str(error)) from None
+
+    def _message(self, message_id: str, out: Outbound, room: str | None = None) -> ChatMessage:
+        room = room if room is not None else out.binding.chat
+        if not self.config.allows_room(room):
+            raise PermanentSendError(f"webchat {self.account!r} has no room {room!r}")
+        kind = _KINDS[OutboundKind(out.kind)]
+        return ChatMessage(
+            id=message_id,
+            room=room,
+            kind=kind,
+            sender_name=out.sender_label or "bridge",
+            is_bot=kind != "system",
+            html=out.text,
+            protocol=out.protocol,
+            run_id=out.run_id,
+        )
+
+    async def _deliver(self, message: ChatMessage, member: Member) -> None:
+        await self.sink(
+            Inbound(
+                channel_type=self.channel_type,
+                account=self.account,
+                chat_id=message.room,
+                message_id=message.id,
+                sender=Sender(id=member.client_id, name=member.name),
+                text=message.text or "",
+                mentions=mentioned_names(message.text or ""),
+                timestamp=message.timestamp,
+            )
+        )
+
+    async def _to_base(self, request: web.Request) -> web.StreamResponse:
+        raise web.HTTPFound(self.base)
+
+    async def _socket(self, request: web.Request) -> web.StreamResponse:
+        if not self._accepting:
+            raise web.HTTPServiceUnavailable(text="the webchat is not running")
+        frame_limit = max(
+            MIN_FRAME_BYTES, self.config.max_message_length * BYTES_PER_CHARACTER * 2
+        )
+        ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=frame_limit)
+        await ws.prepare(request)
+        session = WebchatSession(ws, self.chat, self._deliver)
+        self._sessions.add(session)
+        try:
+            await session.run()
+        finally:
+            self._sessions.discard(session)
+        return ws
+
+    async def _close_sockets(self, app: web.Application | None = None) -> None:
+        closing = [
+            session.ws.close(code=1001, message=b"webchat stopping") for session in self._sessions
+        ]
+        await asyncio.gather(*closing, return_exceptions=True)

@@ -1,0 +1,171 @@
+"""The webchat's conversation logic, between the WebSocket sessions and the adapter.
+
+Joining, posting, editing and the request panel live here so that the socket code only
+translates frames and the adapter only translates core messages; neither knows about rooms.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from adapters.webchat.config import ROOM_NAME, WebchatAccount
+from adapters.webchat.frames import FrameError
+from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
+
+
+def clean_display_name(name: str, max_length: int) -> str:
+    """Collapse whitespace and drop control/format characters; `FrameError` if nothing is left."""
+    visible = "".join(
+        " " if char.isspace() else char
+        for char in name
+        if char.isspace() or unicodedata.category(char)[0] != "C"
+    )
+    cleaned = " ".join(visible.split())
+    if not cleaned:
+        raise FrameError("bad_name", "pick a display name")
+    if len(cleaned) > max_length:
+        raise FrameError("bad_name", f"display names are at most {max_length} characters")
+    return cleaned
+
+
+def protocol_of(text: str) -> dict[str, Any] | None:
+    """The protocol block a person typed, for the card; None when there is none.
+
+    Uses `bridge.protocol` when it is installed with this bridge; without it people's
+    messages simply show no card (bots' cards come from the core's `Outbound.protocol`).
+    """
+    try:
+        from bridge.protocol import parse
+    except ImportError:
+        return None
+    message = parse(text)
+    return message.to_dict() if message is not None else None
+
+
+class Webchat:
+    """One webchat account's rooms and what happens in them."""
+
+    def __init__(self, config: WebchatAccount) -> None:
+        self.config = config
+        self.rooms = RoomDirectory(config.history, config.max_rooms)
+        self.bound_rooms: frozenset[str] | None = None
+        """Rooms bound to a BCN group, when the bridge has said; the page hints at the rest."""
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "type": "hello",
+            "title": self.config.title,
+            "rooms": self.suggested_rooms(),
+            "default_room": self.config.default_room,
+            "max_message_length": self.config.max_message_length,
+            "max_name_length": self.config.max_name_length,
+        }
+
+    def suggested_rooms(self) -> list[str]:
+        if self.config.rooms is not None:
+            return list(self.config.rooms)
+        return sorted(self.bound_rooms or ())
+
+    def set_bound_rooms(self, rooms: Iterable[str] | None) -> None:
+        self.bound_rooms = None if rooms is None else frozenset(rooms)
+
+    def is_bound(self, room: str) -> bool | None:
+        return None if self.bound_rooms is None else room in self.bound_rooms
+
+    def check_room(self, room: str) -> None:
+        if not ROOM_NAME.match(room):
+            raise FrameError("bad_room", "room names are 1-64 letters, digits, '_', '.' or '-'")
+        if not self.config.allows_room(room):
+            raise FrameError("room_not_allowed", f"there is no room {room!r} on this webchat")
+
+    def join(self, member: Member, room_name: str, current: Room | None) -> Room:
+        """Move `member` into a room and send it the room's state; leaves `current` first."""
+        self.check_room(room_name)
+        try:
+            room = self.rooms.open(room_name)
+        except TooManyRooms as error:
+            raise FrameError("too_many_rooms", str(error)) from None
+        if current is not None and current is not room:
+            self.leave(member, current)
+        room.members.add(member)
+        return room
+
+    def joined_frame(self, member: Member, room: Room) -> dict[str, Any]:
+        return {
+            "type": "joined",
+            "room": room.name,
+            "name": member.name,
+            "bound": self.is_bound(room.name),
+            "history": [message.to_json() for message in room.history()],
+            "requests": room.requests,
+        }
+
+    def leave(self, member: Member, room: Room) -> None:
+        room.members.discard(member)
+        self.rooms.forget_if_idle(room)
+
+    async def post_human(
+        self, member: Member, room: Room, client_message_id: str, text: str
+    ) -> tuple[ChatMessage, bool]:
+        """Record and broadcast a person's message once; a resend returns the first copy.
+
+        Returns the message and whether it is new (only new messages go on to the bots).
+        """
+        if not text.strip():
+            raise FrameError(
+                "empty", "empty messages are not sent", client_message_id=client_message_id
+            )
+        limit = self.config.max_message_length
+        if len(text) > limit:
+            raise FrameError(
+                "too_long",
+                f"messages are at most {limit} characters; this one has {len(text)}",
+                client_message_id=client_message_id,
+            )
+        known_id = room.seen(member.client_id, client_message_id)
+        if known_id is not None:
+            known = room.find(known_id)
+            if known is not None:
+                return known, False
+            return self._human_message(member, room, client_message_id, text, known_id), False
+        message = self._human_message(member, room, client_message_id, text, uuid.uuid4().hex)
+        room.mark_seen(member.client_id, client_message_id, message.id)
+        room.remember(message)
+        await room.broadcast({"type": "message", "message": message.to_json()})
+        return message, True
+
+    def _human_message(
+        self, member: Member, room: Room, client_message_id: str, text: str, message_id: str
+    ) -> ChatMessage:
+        return ChatMessage(
+            id=message_id,
+            room=room.name,
+            kind="human",
+            sender_name=member.name,
+            is_bot=False,
+            text=text,
+            protocol=protocol_of(text),
+            client_message_id=client_message_id,
+        )
+
+    async def post(self, message: ChatMessage) -> None:
+        """Show a bot's or the bridge's message to everyone in its room."""
+        room = self.rooms.open(message.room)
+        room.remember(message)
+        await room.broadcast({"type": "message", "message": message.to_json()})
+
+    async def replace(self, message: ChatMessage) -> None:
+        """Replace a shown message in place (a streaming reply's next version)."""
+        room = self.rooms.open(message.room)
+        message.edited = True
+        room.remember(message)
+        await room.broadcast({"type": "update", "message": message.to_json()})
+
+    async def set_requests(self, room_name: str, items: list[dict[str, Any]]) -> None:
+        room = self.rooms.open(room_name)
+        room.requests = list(items)
+        await room.broadcast({"type": "requests", "room": room_name, "items": room.requests})
+        self.rooms.forget_if_idle(room)

@@ -1,0 +1,49 @@
+"""The webchat account config, declared next to the adapter that reads it."""
+
+from __future__ import annotations
+
+import re
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+ROOM_NAME = re.compile(r"^[\w.-]{1,64}$")
+"""A room is a chat id in YAML bindings: letters, digits, `_`, `.`, `-`; at most 64."""
+
+
+class WebchatAccount(BaseModel):
+    """One webchat: a page, its rooms, and how much it remembers."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    title: str = Field("bcn-bridge webchat", min_length=1, max_length=120)
+    rooms: list[str] | None = Field(
+        None, description="Rooms people may join; any valid room name when unset."
+    )
+    default_room: str = Field("lobby", description="The room the join form suggests.")
+    history: int = Field(200, ge=0, le=10_000, description="Messages kept per room for reloads.")
+    max_message_length: int = Field(
+        4000, ge=1, le=16_000, description="Longest message a person may send, in characters."
+    )
+    max_name_length: int = Field(40, ge=1, le=100)
+    max_rooms: int = Field(1000, ge=1, description="Rooms held in memory at once.")
+    serve_at_root: bool | None = Field(
+        None, description='Also serve the page at "/"; by default only the account "main" does.'
+    )
+
+    @field_validator("rooms")
+    @classmethod
+    def _valid_rooms(cls, rooms: list[str] | None) -> list[str] | None:
+        for room in rooms or ():
+            if not ROOM_NAME.match(room):
+                raise ValueError(f"room {room!r} must be 1-64 letters, digits, '_', '.' or '-'")
+        return rooms
+
+    @field_validator("default_room")
+    @classmethod
+    def _valid_default_room(cls, room: str) -> str:
+        if not ROOM_NAME.match(room):
+            raise ValueError(f"room {room!r} must be 1-64 letters, digits, '_', '.' or '-'")
+        return room
+
+    def allows_room(self, room: str) -> bool:
+        return bool(ROOM_NAME.match(room)) and (self.rooms is None or room in self.rooms)

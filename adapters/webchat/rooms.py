@@ -1,0 +1,150 @@
+"""Rooms: who is in them, what was said lately, and which requests are open.
+
+All in memory and bounded: the last `history` messages per room (so a page reload shows the
+conversation), a bounded memory of client message ids (so a page resending after a reconnect
+does not post twice), and at most `max_rooms` rooms with anything in them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal, Protocol
+
+from adapters.webchat.frames import encode
+
+log = logging.getLogger(__name__)
+
+MessageKind = Literal["human", "delta", "final", "system"]
+
+SEEN_IDS_PER_ROOM = 2000
+"""Client message ids remembered per room for deduplication (resends come within seconds)."""
+
+
+class Member(Protocol):
+    """One connected page; the WebSocket session implements it."""
+
+    client_id: str
+    name: str
+
+    async def send_text(self, data: str) -> None: ...
+
+
+@dataclass(slots=True)
+class ChatMessage:
+    """One message as the page shows it: a person's plain text, or a bot's rendered HTML."""
+
+    id: str
+    room: str
+    kind: MessageKind
+    sender_name: str
+    is_bot: bool
+    text: str | None = None
+    """A person's text, shown as text (never as HTML)."""
+    html: str | None = None
+    """A bot's or the bridge's text, already rendered to safe HTML by the core."""
+    protocol: dict[str, Any] | None = None
+    client_message_id: str | None = None
+    run_id: str | None = None
+    timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
+    edited: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "room": self.room,
+            "kind": self.kind,
+            "sender": {"name": self.sender_name, "is_bot": self.is_bot},
+            "text": self.text,
+            "html": self.html,
+            "protocol": self.protocol,
+            "client_message_id": self.client_message_id,
+            "run_id": self.run_id,
+            "timestamp": self.timestamp.isoformat(),
+            "edited": self.edited,
+        }
+
+
+class Room:
+    """One chat id: its members, recent history, open requests and seen client message ids."""
+
+    def __init__(self, name: str, history_size: int) -> None:
+        self.name = name
+        self.members: set[Member] = set()
+        self.requests: list[dict[str, Any]] = []
+        self._history_size = history_size
+        self._history: OrderedDict[str, ChatMessage] = OrderedDict()
+        self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
+
+    @property
+    def is_idle(self) -> bool:
+        """Nothing to keep: nobody here, nothing said, nothing open."""
+        return not self.members and not self._history and not self.requests and not self._seen
+
+    def history(self) -> list[ChatMessage]:
+        return list(self._history.values())
+
+    def find(self, message_id: str) -> ChatMessage | None:
+        return self._history.get(message_id)
+
+    def remember(self, message: ChatMessage) -> None:
+        if self._history_size <= 0:
+            return
+        self._history[message.id] = message
+        self._history.move_to_end(message.id)
+        while len(self._history) > self._history_size:
+            self._history.popitem(last=False)
+
+    def seen(self, client_id: str, client_message_id: str) -> str | None:
+        """The message id already given to this client message, if it arrived before."""
+        return self._seen.get((client_id, client_message_id))
+
+    def mark_seen(self, client_id: str, client_message_id: str, message_id: str) -> None:
+        self._seen[(client_id, client_message_id)] = message_id
+        while len(self._seen) > SEEN_IDS_PER_ROOM:
+            self._seen.popitem(last=False)
+
+    async def broadcast(self, frame: dict[str, Any]) -> None:
+        """Send one frame to every member; a member whose socket fails is skipped, not fatal."""
+        data = encode(frame)
+        members = list(self.members)
+        results = await asyncio.gather(
+            *(member.send_text(data) for member in members), return_exceptions=True
+        )
+        for member, result in zip(members, results, strict=True):
+            if isinstance(result, Exception):
+                log.debug("webchat: dropping a frame for %s: %s", member.name, result)
+
+
+class TooManyRooms(Exception):
+    """Refuse to open yet another room: rooms cost memory and anyone can name one."""
+
+
+class RoomDirectory:
+    """The account's rooms by name, created on first use and forgotten when idle."""
+
+    def __init__(self, history_size: int, max_rooms: int) -> None:
+        self._rooms: dict[str, Room] = {}
+        self._history_size = history_size
+        self._max_rooms = max_rooms
+
+    def get(self, name: str) -> Room | None:
+        return self._rooms.get(name)
+
+    def open(self, name: str) -> Room:
+        room = self._rooms.get(name)
+        if room is None:
+            if len(self._rooms) >= self._max_rooms:
+                raise TooManyRooms(f"this webchat already has {self._max_rooms} rooms")
+            room = self._rooms[name] = Room(name, self._history_size)
+        return room
+
+    def forget_if_idle(self, room: Room) -> None:
+        if room.is_idle and self._rooms.get(room.name) is room:
+            del self._rooms[room.name]
+
+    def all_members(self) -> list[Member]:
+        return [member for room in self._rooms.values() for member in room.members]

@@ -1,0 +1,103 @@
+"""One browser's WebSocket: frames in, frames out, and nothing a browser sends can crash it."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+
+from aiohttp import WSMsgType, web
+
+from adapters.webchat.chat import Webchat, clean_display_name
+from adapters.webchat.frames import (
+    FrameError,
+    JoinFrame,
+    PingFrame,
+    SendFrame,
+    encode,
+    error_frame,
+    parse_client_frame,
+)
+from adapters.webchat.rooms import ChatMessage, Member, Room
+
+log = logging.getLogger(__name__)
+
+DeliverHuman = Callable[[ChatMessage, Member], Awaitable[None]]
+"""Hands a new human message on to the bridge core."""
+
+
+class WebchatSession:
+    """A connected page: a `Member` of at most one room at a time."""
+
+    def __init__(self, ws: web.WebSocketResponse, chat: Webchat, deliver: DeliverHuman) -> None:
+        self.ws = ws
+        self.chat = chat
+        self.deliver = deliver
+        self.client_id = ""
+        self.name = ""
+        self.room: Room | None = None
+
+    async def send_text(self, data: str) -> None:
+        if not self.ws.closed:
+            await self.ws.send_str(data)
+
+    async def send_frame(self, frame: dict[str, object]) -> None:
+        await self.send_text(encode(frame))
+
+    async def run(self) -> None:
+        """Serve frames until the page goes away; always leaves its room on the way out."""
+        try:
+            await self.send_frame(self.chat.hello())
+            async for message in self.ws:
+                if message.type is WSMsgType.TEXT:
+                    await self._answer(message.data)
+                elif message.type is WSMsgType.BINARY:
+                    await self.send_frame(error_frame("bad_frame", "send JSON text frames"))
+                elif message.type is WSMsgType.ERROR:
+                    log.debug("webchat socket error: %s", self.ws.exception())
+                    break
+        finally:
+            if self.room is not None:
+                self.chat.leave(self, self.room)
+                self.room = None
+
+    async def _answer(self, raw: str) -> None:
+        try:
+            frame = parse_client_frame(raw)
+            if isinstance(frame, JoinFrame):
+                await self._join(frame)
+            elif isinstance(frame, SendFrame):
+                await self._post(frame)
+            elif isinstance(frame, PingFrame):
+                await self.send_frame({"type": "pong"})
+        except FrameError as error:
+            await self.send_frame(error.to_frame())
+
+    async def _join(self, frame: JoinFrame) -> None:
+        name = clean_display_name(frame.name, self.chat.config.max_name_length)
+        room = self.chat.join(self, frame.room, self.room)
+        self.client_id, self.name, self.room = frame.client_id, name, room
+        await self.send_frame(self.chat.joined_frame(self, room))
+
+    async def _post(self, frame: SendFrame) -> None:
+        if self.room is None:
+            raise FrameError(
+                "not_joined", "join a room first", client_message_id=frame.client_message_id
+            )
+        message, is_new = await self.chat.post_human(
+            self, self.room, frame.client_message_id, frame.text
+        )
+        await self.send_frame(
+            {"type": "ack", "client_message_id": frame.client_message_id, "message_id": message.id}
+        )
+        if is_new:
+            try:
+                await self.deliver(message, self)
+            except Exception:
+                log.exception("webchat: the bridge could not take message %s", message.id)
+                await self.send_frame(
+                    error_frame(
+                        "not_delivered",
+                        "the bridge could not pass this message on to the bots",
+                        client_message_id=frame.client_message_id,
+                    )
+                )
