@@ -1,0 +1,156 @@
+"""Humans in the loop: `/ask`, `/requests`, `/stop`, `/new` and help, in any chat.
+
+A command is a message whose first word is `/name` (adapters already turn Telegram's
+`/ask@ThisBot` into `/ask`). Command words are configurable; an unknown `/word` gets a
+short help text. Answers are bridge notices in the same chat.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+
+from bridge.bcn import BcnError, ConnectionClosed
+from bridge.core.binding import Binding
+from bridge.core.context import RelayContext
+from bridge.core.model import Inbound, OutboundKind
+from bridge.core.outbox import Lane
+from bridge.protocol import build_request, generate_request_id, parse
+from bridge.store.records import Conversation
+
+log = logging.getLogger(__name__)
+
+_COMMAND = re.compile(r"\s*/([A-Za-z][A-Za-z0-9_]*)(?:@\S+)?(?:\s+(.*))?\s*\Z", re.DOTALL)
+
+RouteProtocol = Callable[[Inbound, Binding, Lane, str], Awaitable[None]]
+"""Forward a protocol text (from a human) to its addressed bot, as the inbound step does."""
+
+
+def split_command(text: str) -> tuple[str, str] | None:
+    """(`name`, `rest`) when the text is a command, else None (`/etc/hosts` is not)."""
+    match = _COMMAND.match(text)
+    if match is None:
+        return None
+    return match.group(1).lower(), (match.group(2) or "").strip()
+
+
+class Commands:
+    def __init__(self, ctx: RelayContext, route_protocol: RouteProtocol) -> None:
+        self.ctx = ctx
+        self.route_protocol = route_protocol
+
+    async def handle(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
+        """Run the message as a command; False when it is not one."""
+        parsed = split_command(msg.text)
+        if parsed is None:
+            return False
+        name, rest = parsed
+        names = self.ctx.commands
+        try:
+            if name == names.ask:
+                await self._ask(msg, binding, lane, rest)
+            elif name == names.requests:
+                await self._requests(binding, lane)
+            elif name == names.stop:
+                await self._stop(binding, lane)
+            elif name == names.new:
+                await self._new(msg, binding, lane)
+            else:
+                await self.ctx.notice(lane, binding, self.help_text(binding, unknown=name))
+        except (BcnError, ConnectionClosed, TimeoutError) as exc:
+            log.warning("command /%s failed: %s", name, exc)
+            await self.ctx.notice(lane, binding, f"⚠️ `/{name}` failed: the BCN said {exc}")
+        return True
+
+    def help_text(self, binding: Binding, unknown: str | None = None) -> str:
+        names = self.ctx.commands
+        bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
+        lead = (
+            f"Unknown command `/{unknown}`." if unknown and unknown != names.help
+            else "Commands:"
+        )
+        return (
+            f"{lead}\n"
+            f"- `/{names.ask} <Bot> <task>` — ask a bot for something, tracked as a request\n"
+            f"- `/{names.requests}` — open requests in this chat\n"
+            f"- `/{names.stop}` — stop the bot reply that is running\n"
+            f"- `/{names.new}` — start a fresh conversation with the bots\n"
+            f"Bots here: {bots}. Reply to a bot's question to answer it."
+        )
+
+    async def _ask(self, msg: Inbound, binding: Binding, lane: Lane, rest: str) -> None:
+        target, _, task = rest.partition(" ")
+        task = task.strip()
+        bot = self.ctx.bot_named(binding.group, target) if target else None
+        if bot is None or not task:
+            bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
+            problem = "Usage" if not target or not task else f"No bot called {target!r} here"
+            await self.ctx.notice(
+                lane, binding,
+                f"{problem}: `/{self.ctx.commands.ask} <Bot> <task>`. Bots here: {bots}.",
+            )
+            return
+        block = build_request(
+            to=bot, from_=msg.sender.name, task=task,
+            request_id=generate_request_id(msg.sender.name or "human"),
+        )
+        parsed = parse(block)
+        await self.ctx.post(
+            lane, binding, block, sender_label=msg.sender.name, kind=OutboundKind.FINAL,
+            protocol=parsed.to_dict() if parsed else None,
+        )
+        await self.route_protocol(msg, binding, lane, block)
+
+    async def _requests(self, binding: Binding, lane: Lane) -> None:
+        open_ = await self.ctx.tracker.list(status=("open", "clarifying"), chat=lane.key)
+        if not open_:
+            await self.ctx.notice(lane, binding, "No open requests in this chat.")
+            return
+        now = self.ctx.clock()
+        lines = [f"Open requests ({len(open_)}):"]
+        lines += [describe(conv, now) for conv in open_]
+        await self.ctx.notice(lane, binding, "\n".join(lines))
+
+    async def _stop(self, binding: Binding, lane: Lane) -> None:
+        session = self.ctx.sessions.get(lane.key)
+        if session is None:
+            await self.ctx.notice(lane, binding, "Nothing is running here.")
+            return
+        payload = await self.ctx.link.request("channel.abort", {"bcs_session_id": session})
+        stopped = payload.get("aborted_run_ids") or []
+        text = f"Stopped {len(stopped)} running repl{'y' if len(stopped) == 1 else 'ies'}." \
+            if stopped else "Nothing is running here."
+        await self.ctx.notice(lane, binding, text)
+
+    async def _new(self, msg: Inbound, binding: Binding, lane: Lane) -> None:
+        binding_id = self.ctx.link.binding_id(binding)
+        if binding_id is None:
+            await self.ctx.notice(lane, binding, "The BCN link is not up yet; try again soon.")
+            return
+        params: dict[str, object] = {"binding_id": binding_id}
+        if msg.thread_id:
+            params["thread_id"] = msg.thread_id
+        if binding.session_scope == "sender":
+            params["sender_user_id"] = msg.sender.id
+        await self.ctx.link.request("channel.session.reset", params)
+        self.ctx.sessions.pop(lane.key, None)
+        await self.ctx.notice(
+            lane, binding, "Started a fresh conversation: the bots will not see earlier messages."
+        )
+
+
+def describe(conv: Conversation, now: datetime) -> str:
+    depth = f"{conv.depth[0]}/{conv.depth[1]}" if conv.depth else "-"
+    due = ""
+    if conv.deadline is not None:
+        minutes = max(0, int((conv.deadline - now).total_seconds() // 60))
+        due = f", times out in {minutes} min"
+    task = (conv.task or "").replace("\n", " ")
+    if len(task) > 80:
+        task = task[:77] + "…"
+    return (
+        f"- `{conv.request_id}` {conv.from_} → {conv.to}: {task} "
+        f"({conv.status}, depth {depth}{due})"
+    )

@@ -1,0 +1,153 @@
+"""What every relay step needs: the store, tracker, link, outbox, adapters and bindings.
+
+One object, built once by the `Relay`, so pipeline steps stay small functions of
+(context, message) instead of each holding its own copies of shared state.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from bridge.core.adapter import Adapter
+from bridge.core.binding import Binding
+from bridge.core.link import LinkClient
+from bridge.core.loop_guard import LoopGuardState
+from bridge.core.model import OutboundKind
+from bridge.core.outbox import Lane, Outbox
+from bridge.core.render import render_parts
+from bridge.store.base import Store
+from bridge.store.relay import OutboxItem
+from bridge.tracking import Tracker
+
+log = logging.getLogger(__name__)
+
+BRIDGE_NAME = "bcn-bridge"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandNames:
+    """Chat command words (configurable), without the leading slash."""
+
+    ask: str = "ask"
+    requests: str = "requests"
+    stop: str = "stop"
+    new: str = "new"
+    help: str = "help"
+
+
+@dataclass(slots=True)
+class RelayContext:
+    store: Store
+    tracker: Tracker
+    outbox: Outbox
+    link: LinkClient
+    adapters: dict[str, Adapter]
+    bindings: list[Binding]
+    clock: Callable[[], datetime]
+    commands: CommandNames = field(default_factory=CommandNames)
+    bridge_name: str = BRIDGE_NAME
+    participants: dict[str, list[str]] = field(default_factory=dict)
+    """group id → names of the group's bots (refreshed from the hub)."""
+    sessions: dict[str, str] = field(default_factory=dict)
+    """lane key → the BCN channel session last used there (for `/stop`)."""
+    loop_guard: LoopGuardState = field(default_factory=LoopGuardState)
+    runs: dict[str, str] = field(default_factory=dict)
+    """run id → the text streamed so far (deltas are increments)."""
+    _warned_unbound: set[str] = field(default_factory=set)
+
+    def binding_for(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
+        """The most specific binding: a thread-pinned one beats a whole-chat one."""
+        best: Binding | None = None
+        for binding in self.bindings:
+            if binding.matches(channel, chat_id, thread_id) and (
+                best is None or binding.thread is not None
+            ):
+                best = binding
+        return best
+
+    def warn_unbound_once(self, channel: str, chat_id: str) -> None:
+        key = f"{channel}|{chat_id}"
+        if key not in self._warned_unbound:
+            self._warned_unbound.add(key)
+            log.info("ignoring messages from unbound chat %s (chat id %r)", channel, chat_id)
+
+    def resolve(self, lane: Lane) -> tuple[Adapter, Binding] | None:
+        adapter = self.adapters.get(lane.channel)
+        binding = self.binding_for(lane.channel, lane.chat_id, lane.thread_id)
+        if adapter is None or binding is None:
+            return None
+        return adapter, binding
+
+    def bot_names(self, group: str) -> list[str]:
+        return self.participants.get(group, [])
+
+    def bot_named(self, group: str, name: str) -> str | None:
+        """The group bot called `name` (case-insensitive, `@` optional), by its own spelling."""
+        wanted = name.lstrip("@").casefold()
+        for bot in self.bot_names(group):
+            if bot.casefold() == wanted:
+                return bot
+        return None
+
+    async def post(
+        self,
+        lane: Lane,
+        binding: Binding,
+        markdown: str,
+        *,
+        sender_label: str,
+        kind: OutboundKind = OutboundKind.FINAL,
+        run_id: str | None = None,
+        conversation: str = "",
+        protocol: dict[str, Any] | None = None,
+        reply_to: str | None = None,
+    ) -> None:
+        """Render for the lane's adapter and queue durably (returns once stored)."""
+        adapter = self.adapters.get(lane.channel)
+        if adapter is None:
+            log.warning("no adapter for %s; cannot post", lane.channel)
+            return
+        parts = render_parts(markdown, binding, adapter.capabilities)
+        if kind == OutboundKind.DELTA:
+            parts = parts[:1]
+        await self.outbox.put(
+            OutboxItem(
+                lane=lane.key,
+                kind=kind.value,
+                sender_label=sender_label,
+                parts=parts,
+                conversation=conversation,
+                run_id=run_id,
+                reply_to=reply_to,
+                protocol=protocol,
+                created_at=self.clock(),
+            )
+        )
+
+    async def track(self, parsed: Any, lane: Lane) -> None:
+        """Track a protocol message seen in this lane and refresh the lane's request panel."""
+        await self.tracker.track(parsed, self.clock(), chat=lane.key)
+        await self.refresh_panel(lane)
+
+    async def refresh_panel(self, lane: Lane) -> None:
+        adapter = self.adapters.get(lane.channel)
+        if adapter is None or not adapter.capabilities.request_panel:
+            return
+        open_ = await self.tracker.list(status=("open", "clarifying"), chat=lane.key)
+        items = [
+            {key: value for key, value in conv.to_dict().items() if key != "history"}
+            for conv in open_
+        ]
+        try:
+            await adapter.update_requests(lane.chat_id, items)
+        except Exception:
+            log.exception("could not update the request panel of %s", lane.key)
+
+    async def notice(self, lane: Lane, binding: Binding, markdown: str) -> None:
+        """A message from the bridge itself (command answers, timeouts, guards)."""
+        await self.post(lane, binding, markdown, sender_label=self.bridge_name,
+                        kind=OutboundKind.SYSTEM)

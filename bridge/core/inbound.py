@@ -1,0 +1,268 @@
+"""Human → bots: the inbound pipeline, one small step per stage, in DESIGN §4's order.
+
+own echo → duplicate → binding → policy → commands → CLARIFY answers → protocol → link.
+Each step either stops the message (returning early) or lets it through; the last step
+sends `channel.inbound` and remembers the session the hub used.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import asdict
+from typing import Any
+
+from bridge.core.binding import Binding
+from bridge.core.commands import Commands
+from bridge.core.context import RelayContext
+from bridge.core.loop_guard import Verdict
+from bridge.core.model import Inbound
+from bridge.core.outbox import Lane
+from bridge.core.protocol_flow import (
+    FORWARDED_TYPES,
+    PendingRequest,
+    depth_of,
+    depth_violation,
+    natural_text,
+    refusal,
+)
+from bridge.protocol import Depth, ProtocolMessage, parse
+from bridge.store.records import Conversation
+
+log = logging.getLogger(__name__)
+
+_EXPLICIT_ANSWER = re.compile(r"\s*re:\s*(\S+?):\s*(.*)\Z", re.IGNORECASE | re.DOTALL)
+
+
+def sent_key(channel: str, chat_id: str, message_id: str) -> str:
+    """message_map key of a platform message the bridge itself posted."""
+    return f"sent:{channel}|{chat_id}|{message_id}"
+
+
+class InboundPipeline:
+    def __init__(self, ctx: RelayContext) -> None:
+        self.ctx = ctx
+        self.commands = Commands(ctx, self.route_protocol)
+
+    async def handle(self, msg: Inbound) -> None:
+        ctx = self.ctx
+        if await ctx.store.message_map.get(sent_key(msg.channel, msg.chat_id, msg.message_id)):
+            log.debug("dropping own echo %s", msg.message_id)
+            return
+        dedupe = f"in:{msg.channel}|{msg.chat_id}|{msg.message_id}"
+        if msg.is_edit:
+            dedupe += f"|edit:{msg.timestamp.isoformat()}"
+        if not await ctx.store.seen.add(dedupe, ctx.clock()):
+            log.debug("dropping duplicate %s", dedupe)
+            return
+        binding = ctx.binding_for(msg.channel, msg.chat_id, msg.thread_id)
+        if binding is None:
+            ctx.warn_unbound_once(msg.channel, msg.chat_id)
+            return
+        if msg.is_edit and not binding.relay_edits:
+            log.debug("ignoring an edit in %s (relay_edits is off)", binding.channel)
+            return
+        if not allowed(binding, msg):
+            log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
+            return
+        lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
+        if not self._loop_guard_allows(msg, binding, lane):
+            return
+        if await self.commands.handle(msg, binding, lane):
+            return
+        if await self._answer_clarify(msg, binding, lane):
+            return
+        parsed = parse(msg.text) if binding.protocol.enabled else None
+        if parsed is not None:
+            await self._protocol(msg, binding, lane, parsed)
+            return
+        deliver = "auto" if self._addressed(binding, msg) else "observe"
+        await self.send(msg, binding, lane, text=msg.text, deliver=deliver)
+
+    # ------------------------------------------------------------------ policy
+    def _addressed(self, binding: Binding, msg: Inbound) -> bool:
+        """With `require_mention`, only messages naming a group bot ask for an answer."""
+        if not binding.require_mention:
+            return True
+        mentioned = {name.casefold().lstrip("@") for name in msg.mentions}
+        text = msg.text.casefold()
+        return any(
+            bot.casefold() in mentioned or f"@{bot.casefold()}" in text
+            for bot in self.ctx.bot_names(binding.group)
+        )
+
+    def _loop_guard_allows(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
+        if not msg.sender.is_bot:
+            self.ctx.loop_guard.human_spoke(lane.key)
+            return True
+        verdict = self.ctx.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
+        return verdict is Verdict.ALLOW
+
+    # ------------------------------------------------------------------ CLARIFY answers
+    async def _answer_clarify(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
+        """A human's reply to a bot's CLARIFY answers it inside the same conversation."""
+        if msg.sender.is_bot:
+            return False
+        conv, answer = await self._clarify_target(msg, lane)
+        if conv is None:
+            return False
+        asker = conv.history[-1].from_ if conv.history else conv.to
+        bot = self.ctx.bot_named(binding.group, asker)
+        if bot is None:
+            return False  # a platform bot asked; it reads the chat itself
+        depth = conv.depth or (1, 5)
+        await self.ctx.tracker.answer(conv.request_id, msg.sender.name, answer, self.ctx.clock())
+        await self.ctx.refresh_panel(lane)
+        pending = PendingRequest(
+            conv.request_id, requester=conv.from_, bot=bot,
+            depth=Depth(*depth), original_from=conv.original_from,
+        )
+        await self.ctx.store.message_map.put(
+            f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()
+        )
+        await self.send(
+            msg, binding, lane, text=f"Re: {conv.request_id}: {answer}", deliver="auto",
+            routing=route_to(bot),
+            protocol={"type": "RESPONSE", "request_id": conv.request_id,
+                      "from": msg.sender.name, "to": bot},
+        )
+        return True
+
+    async def _clarify_target(
+        self, msg: Inbound, lane: Lane
+    ) -> tuple[Conversation | None, str]:
+        tracker = self.ctx.tracker
+        explicit = _EXPLICIT_ANSWER.match(msg.text)
+        if explicit:
+            conv = await tracker.get(explicit.group(1))
+            if conv is not None and conv.status == "clarifying":
+                return conv, explicit.group(2).strip()
+        if msg.reply_to:
+            info = await self.ctx.store.message_map.get(
+                sent_key(msg.channel, msg.chat_id, msg.reply_to)
+            )
+            if info and info.get("type") == "CLARIFY" and info.get("request_id"):
+                conv = await tracker.get(info["request_id"])
+                if conv is not None and conv.status == "clarifying":
+                    return conv, msg.text
+        # Without a reply: the one question in this chat addressed to this person.
+        waiting = [
+            conv for conv in await tracker.list(status="clarifying", chat=lane.key)
+            if conv.history and conv.history[-1].type == "CLARIFY"
+            and conv.history[-1].to.casefold() == msg.sender.name.casefold()
+        ]
+        if len(waiting) == 1:
+            return waiting[0], msg.text
+        return None, ""
+
+    # ------------------------------------------------------------------ protocol
+    async def _protocol(
+        self, msg: Inbound, binding: Binding, lane: Lane, parsed: ProtocolMessage
+    ) -> None:
+        violation = depth_violation(parsed)
+        if violation is not None:
+            await self.ctx.track(parsed, lane)
+            answer = refusal(parsed, violation, self.ctx.bridge_name)
+            refused = parse(answer)
+            await self.ctx.post(
+                lane, binding, answer, sender_label=self.ctx.bridge_name,
+                protocol=refused.to_dict() if refused else None,
+            )
+            await self.ctx.tracker.close(parsed.request_id, "failed", violation, self.ctx.clock())
+            await self.ctx.refresh_panel(lane)
+            # The bots still see the exchange, but nobody is asked to act on it.
+            await self.send(msg, binding, lane, text=msg.text, deliver="observe",
+                            protocol=wire_protocol(parsed))
+            return
+        await self.route_protocol(msg, binding, lane, msg.text, parsed)
+
+    async def route_protocol(
+        self,
+        msg: Inbound,
+        binding: Binding,
+        lane: Lane,
+        text: str,
+        parsed: ProtocolMessage | None = None,
+    ) -> None:
+        """Track a protocol message and send it to exactly the bot it addresses."""
+        parsed = parsed or parse(text)
+        if parsed is None:
+            await self.send(msg, binding, lane, text=text, deliver="auto")
+            return
+        await self.ctx.track(parsed, lane)
+        bot = self.ctx.bot_named(binding.group, parsed.to or "")
+        if bot is None or parsed.type == "BROADCAST":
+            # Addressed to someone outside BCN (or to everyone): bots observe, none answer.
+            await self.send(msg, binding, lane, text=text, deliver="observe",
+                            protocol=wire_protocol(parsed))
+            return
+        if parsed.type in FORWARDED_TYPES:
+            pending = PendingRequest(
+                parsed.request_id, requester=parsed.from_ or msg.sender.name, bot=bot,
+                depth=depth_of(parsed), original_from=parsed.original_from,
+            )
+            await self.ctx.store.message_map.put(
+                f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()
+            )
+        body = natural_text(parsed) if binding.protocol.deliver == "natural" else text
+        await self.send(msg, binding, lane, text=body, deliver="auto", routing=route_to(bot),
+                        protocol=wire_protocol(parsed))
+
+    # ------------------------------------------------------------------ the link
+    async def send(
+        self,
+        msg: Inbound,
+        binding: Binding,
+        lane: Lane,
+        *,
+        text: str,
+        deliver: str,
+        routing: dict[str, Any] | None = None,
+        protocol: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        binding_id = self.ctx.link.binding_id(binding)
+        if binding_id is None:
+            await self.ctx.link.wait_ready()
+            binding_id = self.ctx.link.binding_id(binding)
+        params: dict[str, Any] = {
+            "binding_id": binding_id,
+            "msg_id": msg.message_id,
+            "sender": {"user_id": msg.sender.id, "name": msg.sender.name,
+                       "is_bot": msg.sender.is_bot},
+            "text": text,
+            "mentions": list(msg.mentions),
+            "attachments": [
+                {k: v for k, v in asdict(a).items() if v is not None} for a in msg.attachments
+            ],
+            "deliver": deliver,
+        }
+        if msg.thread_id:
+            params["thread_id"] = msg.thread_id
+        if msg.reply_to:
+            params["reply_to_msg_id"] = msg.reply_to
+        if routing:
+            params["routing"] = routing
+        if protocol:
+            params["protocol"] = protocol
+        payload = await self.ctx.link.request("channel.inbound", params)
+        if session := payload.get("bcs_session_id"):
+            self.ctx.sessions[lane.key] = session
+        return payload
+
+
+def allowed(binding: Binding, msg: Inbound) -> bool:
+    if binding.allow_from is None:
+        return True
+    return msg.sender.id in binding.allow_from or msg.sender.name in binding.allow_from
+
+
+def route_to(bot: str) -> dict[str, Any]:
+    return {"responders": [{"type": "name", "value": bot}], "mode": "required",
+            "reason": "text-protocol message addressed to this bot", "include_self": False}
+
+
+def wire_protocol(parsed: ProtocolMessage) -> dict[str, Any]:
+    depth = depth_of(parsed)
+    return {"type": parsed.type, "request_id": parsed.request_id, "from": parsed.from_,
+            "to": parsed.to, "depth": {"current": depth.current, "max": depth.max}}

@@ -1,0 +1,134 @@
+"""Bots → humans: the outbound pipeline for the hub's `channel.deliver`.
+
+drop repeated event ids → find the binding → accumulate streamed text → loop guard →
+protocol middleware (track protocol text; wrap a plain reply to a routed request into its
+RESPONSE; errors and aborts of such a reply become `Status: failed`) → render → outbox.
+Returning normally means the output is durably queued, which is when the link acks.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from bridge.core.binding import Binding
+from bridge.core.context import RelayContext
+from bridge.core.loop_guard import Verdict
+from bridge.core.model import OutboundKind
+from bridge.core.outbox import Lane
+from bridge.core.protocol_flow import PendingRequest, reply_as_response
+from bridge.protocol import parse
+
+log = logging.getLogger(__name__)
+
+TERMINAL_KINDS = frozenset({"final", "error", "aborted"})
+
+
+class OutboundPipeline:
+    def __init__(self, ctx: RelayContext) -> None:
+        self.ctx = ctx
+
+    async def deliver(self, params: dict[str, Any]) -> None:
+        ctx = self.ctx
+        event_id = params.get("event_id")
+        if isinstance(event_id, str) and not await ctx.store.seen.add(
+            f"evt:{event_id}", ctx.clock()
+        ):
+            log.debug("dropping repeated delivery %s", event_id)
+            return
+        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+        if binding is None:
+            log.warning("delivery for unknown binding %r dropped", params.get("binding_id"))
+            return
+        thread_id = params.get("thread_id") or binding.thread
+        lane = Lane(binding.channel, binding.chat, thread_id)
+        session = str(params.get("bcs_session_id") or "")
+        if session:
+            ctx.sessions[lane.key] = session
+        kind = str(params.get("kind") or "final")
+        text = str(params.get("text") or "")
+        run_id = params.get("run_id") if isinstance(params.get("run_id"), str) else None
+        sender = params.get("sender") if isinstance(params.get("sender"), dict) else {}
+        bot = str(sender.get("name") or "bot")
+
+        if kind == "system":
+            await ctx.post(lane, binding, text, sender_label="BCN", kind=OutboundKind.SYSTEM,
+                           conversation=session)
+            return
+        if kind == "delta":
+            if run_id is None:
+                return
+            streamed = ctx.runs.get(run_id, "") + text
+            ctx.runs[run_id] = streamed
+            if not ctx.loop_guard.is_paused(lane.key) and streamed.strip():
+                await ctx.post(lane, binding, streamed, sender_label=bot,
+                               kind=OutboundKind.DELTA, run_id=run_id, conversation=session)
+            return
+        if kind not in TERMINAL_KINDS:
+            log.debug("ignoring delivery kind %r", kind)
+            return
+        streamed = ctx.runs.pop(run_id, "") if run_id else ""
+        if kind == "final" and not text:
+            text = streamed
+        if not await self._loop_guard_allows(lane, binding):
+            return
+        text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
+        if not text.strip():
+            return
+        await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
+                       run_id=run_id, conversation=session, protocol=protocol)
+
+    async def _loop_guard_allows(self, lane: Lane, binding: Binding) -> bool:
+        verdict = self.ctx.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
+        if verdict is Verdict.TRIPPED:
+            guard = binding.loop_guard
+            await self.ctx.notice(
+                lane, binding,
+                f"⏸️ Bot replies paused here: more than {guard.max_messages} bot messages "
+                f"in {guard.window_seconds:g}s without a human. Say something to resume.",
+            )
+        return verdict is Verdict.ALLOW
+
+    async def _middleware(
+        self,
+        params: dict[str, Any],
+        binding: Binding,
+        lane: Lane,
+        kind: str,
+        bot: str,
+        text: str,
+    ) -> tuple[str, dict[str, Any] | None]:
+        """Decide the text that reaches the chat and track what it says."""
+        ctx = self.ctx
+        if not binding.protocol.enabled:
+            return self._plain_failure(kind, bot, text), None
+        pending = await self._pending(params.get("source_msg_id"))
+        parsed = parse(text) if kind == "final" else None
+        if parsed is None and pending is not None:
+            conv = await ctx.tracker.get(pending.request_id)
+            if conv is not None and conv.status in ("open", "clarifying"):
+                if kind == "final":
+                    text = reply_as_response(pending, text)
+                else:
+                    reason = text.strip() or ("stopped" if kind == "aborted" else "failed")
+                    text = reply_as_response(pending, f"{bot} {kind}: {reason}", "failed")
+                parsed = parse(text)
+        if parsed is None:
+            return self._plain_failure(kind, bot, text), None
+        await ctx.track(parsed, lane)
+        return text, parsed.to_dict()
+
+    @staticmethod
+    def _plain_failure(kind: str, bot: str, text: str) -> str:
+        if kind == "error":
+            return f"⚠️ {bot} failed: {text.strip() or 'no reason given'}"
+        if kind == "aborted":
+            return f"⏹️ {bot} stopped." + (f" {text.strip()}" if text.strip() else "")
+        return text
+
+    async def _pending(self, source_msg_id: Any) -> PendingRequest | None:
+        if not isinstance(source_msg_id, str) or not source_msg_id:
+            return None
+        record = await self.ctx.store.message_map.get(f"src:{source_msg_id}")
+        return PendingRequest.from_record(record) if record else None

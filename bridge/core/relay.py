@@ -1,0 +1,181 @@
+"""The relay: one object that wires pipelines, outbox, link, tracker and adapters together.
+
+Adapters hand every platform message to `Relay.accept`; the link hands every hub delivery
+to the outbound pipeline; a sweeper closes protocol conversations that timed out and tells
+their chat. Construction does no I/O; `start()` resumes the outbox, connects the link and
+starts the adapters; `stop()` undoes it in reverse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bridge.background import Background
+from bridge.bcn import BcnError, ConnectionClosed
+from bridge.core.adapter import Adapter
+from bridge.core.binding import Binding
+from bridge.core.context import BRIDGE_NAME, CommandNames, RelayContext
+from bridge.core.inbound import InboundPipeline, sent_key
+from bridge.core.link import LinkClient, LinkSettings
+from bridge.core.model import Inbound, PlatformRef
+from bridge.core.outbound import OutboundPipeline
+from bridge.core.outbox import Lane, Outbox
+from bridge.store.base import Store
+from bridge.store.records import Conversation
+from bridge.store.relay import OutboxItem
+from bridge.tracking import Tracker
+
+log = logging.getLogger(__name__)
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class Relay:
+    def __init__(
+        self,
+        *,
+        store: Store,
+        bindings: list[Binding],
+        link: LinkSettings,
+        clock: Callable[[], datetime] = utc_now,
+        commands: CommandNames | None = None,
+        timeouts: Mapping[str, timedelta] | None = None,
+        sweep_interval: float = 15.0,
+        bridge_name: str = BRIDGE_NAME,
+        outbox_retry_initial: float = 0.5,
+    ) -> None:
+        self.sweep_interval = sweep_interval
+        self._background = Background("relay")
+        self.link = LinkClient(
+            link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
+            on_connected=self._refresh_participants,
+        )
+        self.ctx = RelayContext(
+            store=store,
+            tracker=Tracker(store, timeouts=timeouts),
+            outbox=None,  # type: ignore[arg-type]  # set just below: it needs ctx.resolve
+            link=self.link,
+            adapters={},
+            bindings=bindings,
+            clock=clock,
+            commands=commands or CommandNames(),
+            bridge_name=bridge_name,
+        )
+        self.outbox = Outbox(
+            store.outbox, store.message_map, self.ctx.resolve, clock=clock,
+            on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
+        )
+        self.ctx.outbox = self.outbox
+        self.inbound = InboundPipeline(self.ctx)
+        self.outbound = OutboundPipeline(self.ctx)
+
+    @property
+    def tracker(self) -> Tracker:
+        return self.ctx.tracker
+
+    def add_adapter(self, adapter: Adapter) -> None:
+        self.ctx.adapters[adapter.channel] = adapter
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self, *, wait_for_link: bool = False) -> None:
+        await self.outbox.start()
+        await self.link.start(wait=wait_for_link)
+        for adapter in self.ctx.adapters.values():
+            await adapter.start()
+            log.info("adapter %s started", adapter.channel)
+        self._background.spawn(self._sweep_forever(), name="sweeper")
+
+    async def stop(self) -> None:
+        await self._background.cancel_all()
+        for adapter in reversed(list(self.ctx.adapters.values())):
+            try:
+                await adapter.stop()
+            except Exception:
+                log.exception("adapter %s did not stop cleanly", adapter.channel)
+        await self.link.stop()
+        await self.outbox.stop()
+
+    # ------------------------------------------------------------------ entry points
+    async def accept(self, msg: Inbound) -> None:
+        """The sink every adapter calls; a failure here is logged, never raised at them."""
+        try:
+            await self.inbound.handle(msg)
+        except (BcnError, ConnectionClosed, TimeoutError) as exc:
+            log.error("could not relay %s message %s: %s", msg.channel, msg.message_id, exc)
+        except Exception:
+            log.exception("relaying %s message %s failed", msg.channel, msg.message_id)
+
+    async def _deliver(self, params: dict[str, Any]) -> None:
+        await self.outbound.deliver(params)
+
+    async def _remember_sent(self, item: OutboxItem, index: int, ref: PlatformRef) -> None:
+        lane = Lane.from_key(item.lane)
+        protocol = item.protocol or {}
+        await self.ctx.store.message_map.put(
+            sent_key(lane.channel, ref.chat_id, ref.message_id),
+            {
+                "run_id": item.run_id,
+                "conversation": item.conversation,
+                "sender": item.sender_label,
+                "type": protocol.get("type"),
+                "request_id": protocol.get("request_id"),
+            },
+            self.ctx.clock(),
+        )
+
+    # ------------------------------------------------------------------ participants
+    async def _on_link_event(self, name: str, payload: dict[str, Any]) -> None:
+        if name == "channel.participants.changed" and isinstance(payload.get("group_id"), str):
+            await self._refresh_group(payload["group_id"])
+
+    async def _refresh_participants(self) -> None:
+        for group in sorted({binding.group for binding in self.ctx.bindings}):
+            await self._refresh_group(group)
+
+    async def _refresh_group(self, group: str) -> None:
+        try:
+            payload = await self.link.request("channel.participants", {"group_id": group})
+        except (BcnError, ConnectionClosed, TimeoutError) as exc:
+            log.warning("could not list the bots of group %s: %s", group, exc)
+            return
+        names = [
+            str(p["name"]) for p in payload.get("participants") or []
+            if isinstance(p, dict) and p.get("name")
+        ]
+        self.ctx.participants[group] = names
+
+    # ------------------------------------------------------------------ timeouts
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.sweep_once()
+            except Exception:
+                log.exception("timeout sweep failed")
+
+    async def sweep_once(self, now: datetime | None = None) -> list[Conversation]:
+        """Close timed-out conversations and post a notice in each one's chat."""
+        closed = await self.ctx.tracker.sweep(now or self.ctx.clock())
+        for conv in closed:
+            if conv.status != "timeout" or not conv.chat:
+                continue
+            lane = Lane.from_key(conv.chat)
+            resolved = self.ctx.resolve(lane)
+            if resolved is None:
+                continue
+            _, binding = resolved
+            waited = self.ctx.tracker.timeouts.get(conv.last_type)
+            minutes = f" after {int(waited.total_seconds() // 60)} min" if waited else ""
+            await self.ctx.notice(
+                lane, binding,
+                f"⏱️ Request `{conv.request_id}` ({conv.from_} → {conv.to}) timed out"
+                f"{minutes} without an answer and is closed.",
+            )
+            await self.ctx.refresh_panel(lane)
+        return closed

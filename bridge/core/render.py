@@ -1,0 +1,21 @@
+"""Rendering bot text for one adapter: document model → dialect → parts within its limit."""
+
+from __future__ import annotations
+
+from bridge.core.adapter import Capabilities
+from bridge.core.binding import Binding
+from bridge.text import split_for, to_platform
+
+
+def render_parts(markdown: str, binding: Binding, capabilities: Capabilities) -> list[str]:
+    """The platform messages one logical output becomes (at least one, maybe empty text)."""
+    rendered = to_platform(
+        markdown, capabilities.dialect, allow_everyone=binding.allow_everyone
+    )
+    parts = split_for(rendered, capabilities.dialect, limit=capabilities.max_length)
+    return parts or [rendered]
+
+
+def render_preview(markdown: str, binding: Binding, capabilities: Capabilities) -> str:
+    """A streaming preview: only the first part, so a long reply grows in one message."""
+    return render_parts(markdown, binding, capabilities)[0]
