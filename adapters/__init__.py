@@ -1,0 +1,1 @@
+"""Platform adapters: one package per platform, each depending on the core only."""

@@ -1,0 +1,75 @@
+"""Long polling that says once when Telegram is unreachable and once when it is back.
+
+python-telegram-bot's updater already retries `getUpdates` forever with a growing pause
+(1 s, ×1.5, at most 30 s), but logs a full traceback on every failed attempt. Here the
+updater's error callback stays quiet and the request object that carries `getUpdates`
+reports the outage: one warning when it starts, one line when polling works again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from telegram.error import TelegramError
+from telegram.request import HTTPXRequest
+
+from adapters.telegram.redaction import redact
+
+log = logging.getLogger(__name__)
+
+
+class PollingHealth:
+    """Remembers whether polling is in an outage, so each outage is logged once."""
+
+    def __init__(self, account: str) -> None:
+        self.account = account
+        self.failures = 0
+
+    @property
+    def in_outage(self) -> bool:
+        return self.failures > 0
+
+    def failed(self, exc: BaseException) -> None:
+        self.failures += 1
+        if self.failures == 1:
+            log.warning(
+                "telegram:%s lost contact with the Bot API while polling (%s: %s); "
+                "retrying with backoff until it is back",
+                self.account,
+                type(exc).__name__,
+                redact(str(exc)),
+            )
+
+    def succeeded(self) -> None:
+        if self.failures:
+            log.info(
+                "telegram:%s polling works again after %d failed attempt(s)",
+                self.account,
+                self.failures,
+            )
+        self.failures = 0
+
+    def updater_error(self, exc: TelegramError) -> None:
+        """The updater's error callback: the outage is already logged by the request."""
+        log.debug("telegram:%s polling error: %s", self.account, redact(str(exc)))
+
+
+class PollingRequest(HTTPXRequest):
+    """The `getUpdates` transport, reporting each round trip to a `PollingHealth`."""
+
+    def __init__(self, health: PollingHealth, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.health = health
+
+    async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
+        try:
+            code, payload = await super().do_request(*args, **kwargs)
+        except Exception as exc:
+            self.health.failed(exc)
+            raise
+        if code >= 500:
+            self.health.failed(TelegramError(f"HTTP {code} from the Bot API"))
+        else:
+            self.health.succeeded()
+        return code, payload
