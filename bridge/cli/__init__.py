@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bridge.cli.config",
     "bridge.cli.protocol",
     "bridge.cli.conversations",
+    "bridge.cli.example_bot",
 )
 
 

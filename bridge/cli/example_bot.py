@@ -1,0 +1,89 @@
+"""`bcn-bridge example-bot echo|rules --url ws://…/ws/bot --name …`: run an example BCN bot.
+
+The bots are small, deterministic and need no accounts or models, so they are what the
+demo, the end-to-end tests and the hub benchmark put on the other side of the bridge.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from typing import TYPE_CHECKING, Any
+
+from bridge.retry import Backoff
+
+if TYPE_CHECKING:
+    from bridge.bcn.bot import Bot
+
+BOT_KINDS = ("echo", "rules")
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "example-bot", help="run an example BCN bot (echo or rules)", description=__doc__
+    )
+    parser.add_argument("kind", choices=BOT_KINDS, help="which example bot to run")
+    parser.add_argument("--url", required=True, help="the BCN bot endpoint, ws://host:port/ws/bot")
+    parser.add_argument("--name", help="the bot's display name (default: Echo or Rules)")
+    parser.add_argument("--token-file", help="where to keep the BCN token (created 0600)")
+    parser.add_argument("--protocol-version", type=int, default=3,
+                        help="BCN protocol version to ask for (default 3)")
+    parser.add_argument("--no-stream", action="store_true",
+                        help="echo: reply with one final instead of word-by-word deltas")
+    parser.add_argument("--word-delay", type=float, default=0.0,
+                        help="echo: seconds to wait between streamed words (default 0)")
+    parser.add_argument("--heartbeat", type=float, default=60.0,
+                        help="seconds between bot.status heartbeats (default 60)")
+    parser.add_argument("--history-file", help="keep chat.history in this JSON file")
+    parser.add_argument("--log-level", default="INFO",
+                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default INFO")
+    parser.set_defaults(handler=run_example_bot)
+
+
+def run_example_bot(args: argparse.Namespace) -> int:
+    from bridge.bcn.bot import HistoryStore
+    from bridge.bcn.examples.echo import build_echo_bot
+    from bridge.bcn.examples.rules_bot import build_rules_bot
+
+    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    if args.protocol_version < 1 or args.heartbeat <= 0 or args.word_delay < 0:
+        print("--protocol-version must be >= 1, --heartbeat > 0 and --word-delay >= 0",
+              file=sys.stderr)
+        return EXIT_USAGE
+    options: dict[str, Any] = {
+        "token_file": args.token_file,
+        "protocol_version": args.protocol_version,
+        "heartbeat_interval": args.heartbeat,
+        "backoff": Backoff(initial=1.0, maximum=30.0),
+    }
+    if args.name:
+        options["name"] = args.name
+    try:
+        if args.history_file:
+            options["history"] = HistoryStore(path=args.history_file)
+        bot: Bot
+        if args.kind == "echo":
+            bot = build_echo_bot(args.url, stream=not args.no_stream, word_delay=args.word_delay,
+                                 **options)
+        else:
+            bot = build_rules_bot(args.url, **options)
+    except ValueError as exc:
+        print(f"example-bot: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    return asyncio.run(_run(bot))
+
+
+async def _run(bot: Bot) -> int:
+    from bridge.bcn import BcnError
+
+    try:
+        await bot.run()
+    except BcnError as exc:
+        print(f"example-bot: BCN refused the bot: {exc}", file=sys.stderr)
+        return EXIT_REFUSED
+    return 0
