@@ -12,6 +12,7 @@ from collections.abc import Generator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
@@ -29,10 +30,16 @@ class StoreUrl:
 
 
 def parse_store_url(url: str) -> StoreUrl:
-    """Check a store URL without opening anything; a bad one is a ValueError saying why."""
+    """Check a store URL without opening anything; a bad one is a ValueError saying why.
+
+    Messages quote the URL with its password masked, so they are safe to log.
+    """
     if not isinstance(url, str) or "://" not in url:
-        raise ValueError(f"store URL {url!r} has no scheme; supported: {', '.join(SUPPORTED)}")
+        raise ValueError(
+            f"store URL {redacted(url)!r} has no scheme; supported: {', '.join(SUPPORTED)}"
+        )
     scheme, rest = url.split("://", 1)
+    url = redacted(url)
     if scheme == "memory":
         if rest:
             raise ValueError(f"store URL {url!r}: memory:// takes no path")
@@ -52,6 +59,21 @@ def parse_store_url(url: str) -> StoreUrl:
     raise ValueError(
         f"store URL {url!r}: unknown scheme {scheme!r}; supported: {', '.join(SUPPORTED)}"
     )
+
+
+def redacted(url: object) -> str:
+    """The URL with any password masked, safe to show in an error message or a log."""
+    if not isinstance(url, str):
+        return repr(url)
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:
+        return "<unreadable URL>"
+    if password is None:
+        return url
+    netloc = parts.netloc.replace(f":{password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def open_store(url: str) -> OpeningStore:

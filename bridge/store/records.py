@@ -48,7 +48,9 @@ class Conversation:
     """A tracked protocol conversation, keyed by its request id.
 
     `type` is the type of the opening message and `last_type` the type of the latest
-    history entry; `to` is the current owner (it moves on HANDOFF). `depth` is
+    protocol message (an answer to a CLARIFY counts as a REQUEST; the tracker's own
+    TIMEOUT/EXPIRED/CLOSE entries leave it alone, so it still says what the conversation
+    waited on); `to` is the current owner (it moves on HANDOFF). `depth` is
     `(current, max)` of the latest message that carried one. `deadline` is set exactly
     while the conversation waits for something; a finished conversation has none, which is
     how stores tell finished from waiting without knowing the state machine.

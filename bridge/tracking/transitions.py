@@ -8,7 +8,7 @@ None means "nothing to change".
 |-------------------------------|-------------------------------------|-----------------------|
 | REQUEST / HANDOFF             | open (owner `to` moves to target)   | now + its timeout     |
 | CLARIFY                       | clarifying                          | now + CLARIFY timeout |
-| answer (human or relay)       | open                                | now + REQUEST timeout |
+| answer (counts as a REQUEST)  | open                                | now + REQUEST timeout |
 | RESPONSE                      | its Status (done when missing)      | none                  |
 | BROADCAST                     | open                                | Expires, else timeout |
 | deadline passed (sweep)       | timeout; expired after a BROADCAST  | none                  |
@@ -121,11 +121,12 @@ def on_answer(
     if current.status not in ACTIVE_STATUSES:
         raise ConversationClosed(request_id, current.status)
     entry = HistoryEntry(ANSWER, from_, current.to, OPEN, now, text)
+    # An answer does what a REQUEST answering the CLARIFY would: it counts as one.
     return replace(
         current,
         status=OPEN,
         updated_at=now,
-        last_type=ANSWER,
+        last_type=REQUEST,
         deadline=now + timeouts[REQUEST],
         history=(*current.history, entry),
     )
@@ -208,12 +209,12 @@ def parse_expires(text: str | None) -> datetime | None:
 def _finish(
     current: Conversation, event: str, status: str, reason: str, now: datetime, by: str
 ) -> Conversation:
+    # `last_type` stays the last protocol message's: it says what the conversation waited on.
     entry = HistoryEntry(event, by, current.from_, status, now, reason)
     return replace(
         current,
         status=status,
         updated_at=now,
-        last_type=event,
         deadline=None,
         history=(*current.history, entry),
     )

@@ -78,3 +78,13 @@ async def test_relative_sqlite_path_is_relative_to_working_directory(
 async def test_sqlite_in_memory_works() -> None:
     async with open_store("sqlite:///:memory:") as store:
         assert await store.conversations.find() == []
+
+
+@pytest.mark.parametrize(
+    "url", ["redis://user:hunter2@cache:6379/0", "postgres://app:hunter2@db/bridge"]
+)
+def test_errors_never_show_a_password(url: str) -> None:
+    with pytest.raises((ValueError, NotImplementedError)) as caught:
+        open_store(url)
+    assert "hunter2" not in str(caught.value)
+    assert ":***@" in str(caught.value)

@@ -52,7 +52,7 @@ async def test_answer_helper_reopens_a_clarifying_conversation(tracker: Tracker)
     await tracker.track(clarify(), now=T0 + MINUTE)
     answered = await tracker.answer("lotbot-abc123", "alice", "Tomorrow", now=T0 + 3 * MINUTE)
     assert answered.status == "open"
-    assert answered.last_type == "ANSWER"
+    assert answered.last_type == "REQUEST"
     assert answered.deadline == T0 + 33 * MINUTE
     last = answered.history[-1]
     assert (last.type, last.from_, last.to, last.content) == (
@@ -152,7 +152,7 @@ async def test_sweep_times_out_by_last_message_type(tracker: Tracker) -> None:
     assert await tracker.sweep(now=T0 + 10 * MINUTE) == []
     [asked] = await tracker.sweep(now=T0 + 11 * MINUTE)
     assert asked.request_id == "asked"
-    assert (asked.status, asked.deadline, asked.last_type) == ("timeout", None, "TIMEOUT")
+    assert (asked.status, asked.deadline, asked.last_type) == ("timeout", None, "CLARIFY")
     timeout = asked.history[-1]
     assert (timeout.type, timeout.status, timeout.at) == ("TIMEOUT", "timeout", T0 + 11 * MINUTE)
     assert timeout.content == "no answer after CLARIFY"
@@ -226,7 +226,7 @@ async def test_close_ends_a_conversation_with_a_reason(tracker: Tracker) -> None
     )
     assert (await tracker.track(at_the_limit, now=T0)).depth == (5, 5)
     closed = await tracker.close("lotbot-abc123", "failed", "depth limit 5/5", now=T0 + MINUTE)
-    assert (closed.status, closed.deadline, closed.last_type) == ("failed", None, "CLOSE")
+    assert (closed.status, closed.deadline, closed.last_type) == ("failed", None, "REQUEST")
     entry = closed.history[-1]
     assert (entry.type, entry.from_, entry.to, entry.content) == (
         "CLOSE", "bridge", "Lotbot", "depth limit 5/5",
