@@ -55,7 +55,12 @@ def read_document(path: str | Path) -> Document:
 
 def parse_document(text: str, file: str = "<config>") -> Document:
     """Parse YAML text; `file` is the name used in error messages."""
-    loader = yaml.SafeLoader(text)
+    try:
+        loader = yaml.SafeLoader(text)
+    except yaml.reader.ReaderError as exc:  # a control character: PyYAML refuses the text
+        line = text.count("\n", 0, exc.position) + 1
+        problem = f"character #x{exc.character:04x} is not allowed in YAML"
+        raise ConfigError.single(file, problem, line=line) from None
     try:
         root = loader.get_single_node()
     except yaml.MarkedYAMLError as exc:
