@@ -105,7 +105,7 @@ def build_response(
     _require("RESPONSE", (("to", to), ("from", from_), ("requestId", request_id)))
     if _blank(status) and _blank(result):
         raise ValueError("RESPONSE requires either status or result")
-    if status and status not in STATUSES:
+    if status and (not isinstance(status, str) or status not in STATUSES):
         raise ValueError(f"status must be one of done, partial, failed (got {status!r})")
     checked = _checked_depth(depth, "RESPONSE", max_depth_cap)
     return _render(
@@ -242,7 +242,7 @@ def _checked_depth(
 
 
 def _check_priority(priority: str | None) -> None:
-    if priority and priority not in PRIORITIES:
+    if priority and (not isinstance(priority, str) or priority not in PRIORITIES):
         raise ValueError(f"priority must be one of low, normal, high (got {priority!r})")
 
 

@@ -7,8 +7,9 @@ on one definition of a valid depth.
 
 from __future__ import annotations
 
-import re
 from typing import NamedTuple
+
+from bridge.protocol.syntax import JS_WHITESPACE
 
 # The reference builder's default and the cap above which a chain is refused outright
 # (a runaway max defeats the point of the limit).
@@ -17,8 +18,6 @@ MAX_DEPTH_CAP = 10
 # Depth numbers longer than this are treated as malformed: the reference (JavaScript)
 # would turn them into imprecise floats, and Python refuses to parse very long ints.
 _MAX_DEPTH_DIGITS = 15
-
-_CANONICAL_DEPTH = re.compile(r"([0-9]++)/([0-9]++)")
 
 
 class Depth(NamedTuple):
@@ -34,15 +33,21 @@ class Depth(NamedTuple):
 DEFAULT_DEPTH = Depth(1, 5)
 
 
-def parse_depth(value: str, pattern: re.Pattern[str] = _CANONICAL_DEPTH) -> Depth | None:
-    """Read `N/M`; anything malformed (or absurdly long) is `None`, never an error."""
-    match = pattern.fullmatch(value)
-    if match is None:
+def parse_depth(value: str, *, loose: bool = False) -> Depth | None:
+    """Read `N/M` (ASCII digits); anything malformed or absurdly long is `None`, never an error.
+
+    `loose` (the article dialect) also allows whitespace around the slash.
+    """
+    current, slash, maximum = value.partition("/")
+    if loose:
+        current, maximum = current.rstrip(JS_WHITESPACE), maximum.lstrip(JS_WHITESPACE)
+    if not (slash and value.isascii() and current.isdigit() and maximum.isdigit()):
         return None
-    numbers = [digits.lstrip("0") or "0" for digits in match.groups()]
-    if any(len(digits) > _MAX_DEPTH_DIGITS for digits in numbers):
-        return None
-    return Depth(int(numbers[0]), int(numbers[1]))
+    if len(current) > _MAX_DEPTH_DIGITS or len(maximum) > _MAX_DEPTH_DIGITS:
+        current, maximum = current.lstrip("0") or "0", maximum.lstrip("0") or "0"
+        if len(current) > _MAX_DEPTH_DIGITS or len(maximum) > _MAX_DEPTH_DIGITS:
+            return None
+    return Depth(int(current), int(maximum))
 
 
 def next_depth(depth: Depth) -> Depth:

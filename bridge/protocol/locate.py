@@ -13,7 +13,7 @@ Every search below moves forward only, so the cost is linear in the text length.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from bridge.protocol.syntax import (
     ANY_HEADER,
@@ -26,8 +26,7 @@ from bridge.protocol.syntax import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Block:
+class Block(NamedTuple):
     """A located block: its span in the text, its header and the lines after the header.
 
     `skill_form` is true for a fenced block whose first line is `[TYPE → @Name]`: the

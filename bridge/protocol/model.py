@@ -35,7 +35,7 @@ class ProtocolMessage:
     type: MessageType
     to: str
     from_: str
-    request_id: str | None
+    request_id: str | None = None
     task: str | None = None
     result: str | None = None
     status: str | None = None

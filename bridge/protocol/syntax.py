@@ -41,15 +41,18 @@ LANGUAGE_TAG = re.compile(r"[A-Za-z0-9_+#.-]{1,32}")
 # A blank line ends an unfenced block (a fenced one ends at its closing fence).
 BLANK_LINE = re.compile(rf"\n[{_WS_INLINE}]*+(?=\n|\Z)")
 
-# `Key: value` at the very start of a line. The reference's keys are letters only; the
-# `-`/`_` spellings are admitted here and filtered by `field_for_key` to known fields.
-KEY_LINE = re.compile(
-    rf"^([A-Za-z][A-Za-z_-]*+):[{_WS_INLINE}]*+[^{_LINE_BREAKS}]*+$", re.MULTILINE
+# `Key:` at the very start of a line, where the rest of the line is one JavaScript "line"
+# (no CR/U+2028/U+2029 once the value has begun) — else the line continues the previous
+# value, as in the reference. Its keys are letters only; the two multi-word known fields
+# may also be written with `-` or `_` (Request-Id, request_id, Original-From, ...).
+# Splitting on this pattern yields [preamble, key, value, key, value, ...] in one pass.
+FIELD_KEY = re.compile(
+    rf"^([A-Za-z]++|(?i:request[-_]id|original[-_]from)):"
+    rf"(?=[{_WS_INLINE}]*+[^{_LINE_BREAKS}]*+$)",
+    re.MULTILINE,
 )
 
-ARTICLE_DEPTH = re.compile(rf"([0-9]++)[{_WS}]*+/[{_WS}]*+([0-9]++)")
-
-# Lowercased key -> ProtocolMessage attribute, in both dialects. `originalfrom` and
+# Key (lowercased, no `-`/`_`) -> ProtocolMessage attribute, in both dialects. `originalfrom` and
 # `expires` come from the article dialect but touch no field the reference reports.
 FIELD_FOR_KEY: dict[str, str] = {
     "from": "from_",
@@ -76,19 +79,24 @@ ARTICLE_FIELD_FOR_KEY: dict[str, str] = {
 META = ""
 
 
-def field_for_key(key: str, fields: dict[str, str]) -> str | None:
-    """Attribute for `key`, `META` for an unknown key, `None` if the line is no key at all.
+def _with_written_spellings(fields: dict[str, str]) -> dict[str, str]:
+    """Add the capitalised spellings builders emit, so most keys need no normalising."""
+    written = {"requestid": "RequestId", "originalfrom": "OriginalFrom"}
+    spelled = dict(fields)
+    for key, attribute in fields.items():
+        spelled[written.get(key, key.capitalize())] = attribute
+    return spelled
 
-    A key spelled with `-` or `_` counts only when it names a known field, so an ordinary
-    hyphenated word at the start of a continuation line stays part of the value.
-    """
-    lowered = key.lower()
-    if "-" in key or "_" in key:
-        return fields.get(lowered.replace("-", "").replace("_", ""))
-    return fields.get(lowered, META)
+
+FIELD_FOR_KEY = _with_written_spellings(FIELD_FOR_KEY)
+ARTICLE_FIELD_FOR_KEY = _with_written_spellings(ARTICLE_FIELD_FOR_KEY)
+
+
+def attribute_for_key(key: str, fields: dict[str, str]) -> str:
+    """The `ProtocolMessage` attribute a key fills, or `META` for an unknown key."""
+    return fields.get(key.lower().replace("-", "").replace("_", ""), META)
 
 
 def is_field_line(line: str) -> bool:
     """Whether `line` would start a new field inside a protocol block."""
-    match = KEY_LINE.match(line)
-    return match is not None and field_for_key(match.group(1), ARTICLE_FIELD_FOR_KEY) is not None
+    return FIELD_KEY.match(line) is not None
