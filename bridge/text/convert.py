@@ -15,7 +15,7 @@ from bridge.text.parse_markdown import parse_markdown
 from bridge.text.parse_slack import parse_slack
 from bridge.text.parse_telegram import parse_telegram, parse_telegram_html
 from bridge.text.platforms import Platform, platform_named
-from bridge.text.render_base import RenderOptions, Renderer
+from bridge.text.render_base import Renderer, RenderOptions
 from bridge.text.render_discord import DiscordRenderer
 from bridge.text.render_html import TelegramHtmlRenderer, WebchatHtmlRenderer
 from bridge.text.render_markdown import MarkdownRenderer

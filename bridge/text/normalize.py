@@ -8,7 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from bridge.text.model import Code, Inline, LineBreak, Link, Mention, MentionKind, Style, Styled, Text
+from bridge.text.model import (
+    Code,
+    Inline,
+    LineBreak,
+    Link,
+    Mention,
+    MentionKind,
+    Style,
+    Styled,
+    Text,
+)
 
 
 def normalize_inlines(

@@ -67,7 +67,7 @@ class DiscordRenderer(LineRenderer):
 
     def code(self, text: str) -> str:
         fence = "``" if "`" in text else "`"
-        if fence == "``" or text.startswith(" ") and text.endswith(" ") and text.strip():
+        if fence == "``" or (text.startswith(" ") and text.endswith(" ") and text.strip()):
             return f"{fence} {text} {fence}"
         return f"{fence}{text}{fence}"
 

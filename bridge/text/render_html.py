@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from html import escape
+from typing import ClassVar
 
 from bridge.text.model import (
     CodeBlock,
@@ -23,7 +24,7 @@ from bridge.text.model import (
     Style,
     Styled,
 )
-from bridge.text.render_base import InlineContext, RenderOptions, Renderer
+from bridge.text.render_base import InlineContext, Renderer, RenderOptions
 
 
 def _language(language: str) -> str:
@@ -33,7 +34,7 @@ def _language(language: str) -> str:
 class TelegramHtmlRenderer(Renderer):
     """Telegram's parse_mode=HTML: b, i, u, s, tg-spoiler, code, pre, a, blockquote."""
 
-    _TAGS = {
+    _TAGS: ClassVar[dict[Style, str]] = {
         Style.BOLD: "b",
         Style.ITALIC: "i",
         Style.UNDERLINE: "u",
@@ -113,7 +114,7 @@ class TelegramHtmlRenderer(Renderer):
 class WebchatHtmlRenderer(Renderer):
     """Semantic HTML for the bridge's own webchat page."""
 
-    _TAGS = {
+    _TAGS: ClassVar[dict[Style, tuple[str, str]]] = {
         Style.BOLD: ("<strong>", "</strong>"),
         Style.ITALIC: ("<em>", "</em>"),
         Style.UNDERLINE: ("<u>", "</u>"),
