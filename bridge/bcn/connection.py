@@ -97,15 +97,40 @@ class Connection:
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
     ) -> dict[str, Any]:
         """Send a `req` and wait for its `res`; raise `BcnError` if the peer refused it."""
+        return await (await self.send_request(method, params, timeout=timeout))
+
+    async def send_request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> asyncio.Future[dict[str, Any]]:
+        """Send a `req` now and return the future of its answer, without waiting for it.
+
+        For senders that must not hold up on the peer (the hub fanning a message out to
+        many bots, or pipelining deliveries): the `req` is on the wire when this returns.
+        The future fails with `BcnError` (refused), `ConnectionClosed`, or `TimeoutError`
+        once `timeout` (default `request_timeout`) passes without an answer.
+        """
         req_id = f"{self.name}-{next(self._ids)}"
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[req_id] = future
         try:
             await self._send(encode_request(req_id, method, params or {}))
-            async with asyncio.timeout(self.request_timeout if timeout is None else timeout):
-                return await future
-        finally:
+        except BaseException:
             self._pending.pop(req_id, None)
+            raise
+        delay = self.request_timeout if timeout is None else timeout
+        timer = loop.call_later(delay, self._expire, req_id, method, delay)
+        future.add_done_callback(lambda _f: self._forget(req_id, timer))
+        return future
+
+    def _expire(self, req_id: str, method: str, delay: float) -> None:
+        future = self._pending.pop(req_id, None)
+        if future is not None and not future.done():
+            future.set_exception(TimeoutError(f"{self.name}: {method} not answered in {delay}s"))
+
+    def _forget(self, req_id: str, timer: asyncio.TimerHandle) -> None:
+        timer.cancel()
+        self._pending.pop(req_id, None)
 
     async def send_event(self, name: str, payload: dict[str, Any]) -> int:
         """Send an event stamped with this side's own `seq` counter; returns the seq used."""

@@ -1,0 +1,202 @@
+"""The `hub:` config section, a self-contained pydantic model.
+
+The standalone `bcn-bridge hub` command and the bridge's own config file both load this
+same section, so it imports nothing from `bridge.config`: loading (env expansion, file
+secrets, error locations) is the loader's job, validation is this model's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+CURRENT_PROTOCOL_VERSION = 3
+"""Newest `/ws/bot` protocol version this hub speaks (seed 000 §4.1, plus v3 session keys)."""
+
+MAX_GROUP_ID_LENGTH = 78
+"""Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (CHANNEL_LINK.md §1)."""
+
+RESERVED_NAMES = frozenset({"all"})
+"""`@all` addresses everyone, so no bot may be called that."""
+
+
+def parse_listen(value: str) -> tuple[str, int]:
+    """Split `HOST:PORT` (or `[v6]:PORT`); raise ValueError naming what was wrong."""
+    host, sep, port_text = value.rpartition(":")
+    if not sep or not host:
+        raise ValueError(f"expected HOST:PORT, got {value!r}")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise ValueError(f"port must be a number from 0 to 65535, got {port_text!r}")
+    return host, int(port_text)
+
+
+def check_bot_name(name: str) -> str:
+    """A bot name must be addressable as `@name` and unambiguous; returns it stripped."""
+    stripped = name.strip()
+    if not stripped or len(stripped) > 64:
+        raise ValueError("a bot name must be 1-64 characters")
+    if stripped.startswith("@"):
+        raise ValueError(f"a bot name must not start with '@': {stripped!r}")
+    if any(ch < " " for ch in stripped):
+        raise ValueError("a bot name must not contain control characters")
+    if stripped.casefold() in RESERVED_NAMES:
+        raise ValueError(f"{stripped!r} is reserved (@all addresses every bot)")
+    return stripped
+
+
+class GroupConfig(BaseModel):
+    """A BCN group: who is in it, who answers by default, and whether newcomers join."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(min_length=1, max_length=MAX_GROUP_ID_LENGTH)
+    name: str = ""
+    driver: str | None = Field(
+        None, description="Bot name that answers messages which address nobody in particular."
+    )
+    bots: list[str] = Field(default_factory=list, description="Member bots, by name.")
+    auto_join: bool = Field(False, description="Every bot registering later joins this group.")
+
+    @field_validator("id")
+    @classmethod
+    def _id_chars(cls, value: str) -> str:
+        if ":" in value or any(ch.isspace() for ch in value):
+            raise ValueError("a group id must not contain ':' or whitespace")
+        return value
+
+    @field_validator("bots")
+    @classmethod
+    def _bot_names(cls, value: list[str]) -> list[str]:
+        return [check_bot_name(name) for name in value]
+
+    @model_validator(mode="after")
+    def _driver_is_member(self) -> GroupConfig:
+        """A driver is a member by definition; listing it twice is not required."""
+        if not self.name:
+            self.name = self.id
+        if self.driver is not None:
+            self.driver = check_bot_name(self.driver)
+            if self.driver.casefold() not in {name.casefold() for name in self.bots}:
+                self.bots.insert(0, self.driver)
+        return self
+
+
+class BotConfig(BaseModel):
+    """A pre-provisioned bot identity: fixed name, fixed token (the bot sends it on connect)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    token: str = Field(min_length=8)
+
+    @field_validator("name")
+    @classmethod
+    def _name(cls, value: str) -> str:
+        return check_bot_name(value)
+
+
+class DeprecationNotice(BaseModel):
+    """Sent in the `bot.connect` answer to bots that negotiate a version due for removal."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    message: str
+    sunset_date: str | None = None
+
+
+class HubConfig(BaseModel):
+    """Everything the embedded hub needs; every timing is configurable so tests run fast."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    listen: str = "127.0.0.1:8765"
+    data_dir: Path = Path("./data")
+    link_tokens: list[str] = Field(
+        default_factory=list, description="Credentials accepted from channel links."
+    )
+    groups: list[GroupConfig] = Field(default_factory=list)
+    bots: list[BotConfig] = Field(default_factory=list)
+
+    min_protocol_version: int = Field(1, ge=1, le=CURRENT_PROTOCOL_VERSION)
+    deprecations: dict[int, DeprecationNotice] = Field(
+        default_factory=dict, description="Notice per protocol version, e.g. {1: {...}}."
+    )
+    bot_ttl_seconds: float = Field(300.0, gt=0, description="Offline without a heartbeat.")
+    link_ttl_seconds: float = Field(120.0, gt=0, description="Drop a silent channel link.")
+    sweep_interval_seconds: float | None = Field(
+        None, gt=0, description="How often expiry is checked; default a quarter of the TTLs."
+    )
+    handshake_timeout_seconds: float = Field(10.0, gt=0)
+    request_timeout_seconds: float = Field(
+        30.0, gt=0, description="How long the hub waits for a bot's or link's answer."
+    )
+    run_timeout_ms: int = Field(
+        300_000, gt=0, description="`timeout_ms` sent with chat.send; runs silent longer end."
+    )
+    abort_ack_wait_seconds: float = Field(
+        2.0, ge=0, description="How long channel.abort waits for a chat.send ACK in flight."
+    )
+    max_bot_turns: int = Field(
+        12, ge=1, description="Consecutive bot finals routed without a human before stopping."
+    )
+    bot_reply_default: str = Field(
+        "driver",
+        pattern="^(driver|observe)$",
+        description="A bot final with no routing and no mentions: driver answers, or all observe.",
+    )
+    pending_max_per_binding: int = Field(10_000, ge=1)
+    pending_max_age_seconds: float = Field(86_400.0, gt=0)
+    deliver_window: int = Field(64, ge=1, description="Un-acked deliveries in flight per binding.")
+    transcript_limit: int = Field(200, ge=1, description="Messages kept per channel session.")
+    dedup_limit: int = Field(10_000, ge=1, description="Inbound msg_ids remembered per binding.")
+    identity_secret: str | None = Field(
+        None, description="Key for user pseudonyms; generated and kept in data_dir when unset."
+    )
+
+    @field_validator("listen")
+    @classmethod
+    def _listen(cls, value: str) -> str:
+        parse_listen(value)
+        return value
+
+    @field_validator("link_tokens")
+    @classmethod
+    def _tokens(cls, value: list[str]) -> list[str]:
+        if any(not token.strip() for token in value):
+            raise ValueError("a link token must not be empty (is its environment variable set?)")
+        return value
+
+    @model_validator(mode="after")
+    def _unique(self) -> HubConfig:
+        _no_repeats("group id", [group.id for group in self.groups])
+        _no_repeats("bot name", [bot.name.casefold() for bot in self.bots])
+        _no_repeats("bot token", [bot.token for bot in self.bots], show=False)
+        for version in self.deprecations:
+            if not 1 <= version <= CURRENT_PROTOCOL_VERSION:
+                raise ValueError(f"deprecations: no protocol version {version}")
+        return self
+
+    @property
+    def host(self) -> str:
+        return parse_listen(self.listen)[0]
+
+    @property
+    def port(self) -> int:
+        return parse_listen(self.listen)[1]
+
+    @property
+    def sweep_interval(self) -> float:
+        if self.sweep_interval_seconds is not None:
+            return self.sweep_interval_seconds
+        return max(0.01, min(self.bot_ttl_seconds, self.link_ttl_seconds) / 4)
+
+
+def _no_repeats(what: str, values: list[str], *, show: bool = True) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"{what} {value!r} appears twice" if show else f"a {what} repeats")
+        seen.add(value)

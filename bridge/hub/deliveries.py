@@ -1,0 +1,192 @@
+"""Bot outputs on their way to channel links: at-least-once, in order per binding.
+
+Each binding has one `BindingOutbox`. Outputs wait in it, in the order they were made,
+until a link claiming the binding acks them. Sending is pipelined (up to `window`
+un-acked per binding) so one slow round trip does not stall a busy chat; an output whose
+link drops, or whose answer does not come in time, goes back to waiting and is sent
+again — with the same `event_id`, so the bridge can drop the repeat. A retryable error is
+retried with backoff (that output may then arrive after later ones; `seq` orders a run);
+a non-retryable one drops the output with a log line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.bcn.connection import Connection
+from bridge.bcn.errors import BcnError, ConnectionClosed
+from bridge.retry import Backoff
+
+log = logging.getLogger(__name__)
+
+LinksFor = Callable[[str], list[Connection]]
+"""The live link connections that claim a binding."""
+
+
+@dataclass(slots=True)
+class Delivery:
+    event_id: str
+    params: dict[str, Any]
+    created: float
+    backoff: Backoff | None = None
+    retry_at: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxLimits:
+    max_pending: int = 10_000
+    max_age: float = 86_400.0
+    window: int = 64
+    timeout: float = 30.0
+    retry_initial: float = 0.5
+    retry_maximum: float = 30.0
+
+
+class BindingOutbox:
+    def __init__(self, binding_id: str, links: LinksFor, limits: OutboxLimits) -> None:
+        self.binding_id = binding_id
+        self._links = links
+        self._limits = limits
+        self._pending: OrderedDict[str, Delivery] = OrderedDict()
+        self._in_flight: dict[str, Connection] = {}
+        self._wake = asyncio.Event()
+        self._timer: asyncio.TimerHandle | None = None
+        self._turn = itertools.count()
+        self._task = asyncio.create_task(self._run(), name=f"outbox-{binding_id}")
+
+    def put(self, delivery: Delivery) -> None:
+        self._pending[delivery.event_id] = delivery
+        while len(self._pending) > self._limits.max_pending:
+            event_id, _ = self._pending.popitem(last=False)
+            self._in_flight.pop(event_id, None)
+            log.warning("binding %s: dropped undelivered output %s (over %d waiting)",
+                        self.binding_id, event_id, self._limits.max_pending)
+        self._wake.set()
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    @property
+    def waiting(self) -> int:
+        """Outputs not acked and not on their way to a live link: what a new link replays."""
+        return len(self._pending) - len(self._in_flight)
+
+    @property
+    def unacked(self) -> int:
+        return len(self._pending)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._send_ready()
+            except Exception:
+                log.exception("binding %s: delivery pump failed", self.binding_id)
+
+    async def _send_ready(self) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        self._drop_expired(now)
+        next_retry: float | None = None
+        for event_id, delivery in list(self._pending.items()):
+            if event_id in self._in_flight or event_id not in self._pending:
+                continue
+            if delivery.retry_at > now:
+                next_retry = min(next_retry or delivery.retry_at, delivery.retry_at)
+                continue
+            if len(self._in_flight) >= self._limits.window:
+                break
+            links = [conn for conn in self._links(self.binding_id) if not conn.closed]
+            if not links:
+                break
+            conn = links[next(self._turn) % len(links)]
+            self._in_flight[event_id] = conn
+            try:
+                answer = await conn.send_request(
+                    "channel.deliver", delivery.params, timeout=self._limits.timeout
+                )
+            except ConnectionClosed:
+                self._in_flight.pop(event_id, None)
+                continue
+            answer.add_done_callback(lambda f, e=event_id, c=conn: self._answered(e, c, f))
+        if next_retry is not None:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(next_retry, self._wake.set)
+
+    def _answered(self, event_id: str, conn: Connection, answer: asyncio.Future[Any]) -> None:
+        if self._in_flight.get(event_id) is conn:
+            del self._in_flight[event_id]
+        self._wake.set()
+        if answer.cancelled():
+            return
+        error = answer.exception()
+        if error is None:
+            self._pending.pop(event_id, None)
+        elif isinstance(error, BcnError) and error.retryable:
+            delivery = self._pending.get(event_id)
+            if delivery is not None:
+                if delivery.backoff is None:
+                    delivery.backoff = Backoff(self._limits.retry_initial,
+                                               self._limits.retry_maximum)
+                after = None if error.retry_after_ms is None else error.retry_after_ms / 1000
+                delay = delivery.backoff.next_delay(after)
+                delivery.retry_at = asyncio.get_running_loop().time() + delay
+        elif isinstance(error, BcnError):
+            self._pending.pop(event_id, None)
+            log.warning("binding %s: link refused output %s (%s); dropped",
+                        self.binding_id, event_id, error.code)
+        # ConnectionClosed / TimeoutError: it stays pending and goes out again.
+
+    def _drop_expired(self, now: float) -> None:
+        while self._pending:
+            event_id, delivery = next(iter(self._pending.items()))
+            if now - delivery.created <= self._limits.max_age:
+                return
+            self._pending.popitem(last=False)
+            self._in_flight.pop(event_id, None)
+            log.warning("binding %s: dropped output %s, undelivered for over %.0fs",
+                        self.binding_id, event_id, self._limits.max_age)
+
+    async def close(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+
+class Outboxes:
+    """One outbox per binding, made on first use."""
+
+    def __init__(self, links: LinksFor, limits: OutboxLimits) -> None:
+        self._links = links
+        self._limits = limits
+        self._by_binding: dict[str, BindingOutbox] = {}
+
+    def for_binding(self, binding_id: str) -> BindingOutbox:
+        outbox = self._by_binding.get(binding_id)
+        if outbox is None:
+            outbox = BindingOutbox(binding_id, self._links, self._limits)
+            self._by_binding[binding_id] = outbox
+        return outbox
+
+    def waiting(self, binding_id: str) -> int:
+        outbox = self._by_binding.get(binding_id)
+        return 0 if outbox is None else outbox.waiting
+
+    def wake(self, binding_ids: list[str]) -> None:
+        for binding_id in binding_ids:
+            outbox = self._by_binding.get(binding_id)
+            if outbox is not None:
+                outbox.wake()
+
+    async def close(self) -> None:
+        for outbox in self._by_binding.values():
+            await outbox.close()

@@ -1,0 +1,409 @@
+"""The hub's switchboard: human messages to bots, bot replies to chats and to other bots.
+
+One message, followed end to end:
+  link `channel.inbound` → `Dispatcher.inbound` (session, idempotency, routing) →
+  `chat.send`/`chat.inject` to online bots → bot ACK (run → session, `runs.py`) →
+  bot `chat.event` → `Dispatcher.bot_event` → `channel.deliver` via the binding's outbox,
+  and a final is routed on to the session's other bots (ping-pong guarded).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import itertools
+import logging
+import secrets
+import time
+from typing import Any
+
+from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
+from bridge.bcn.frames import Event
+from bridge.hub.bindings import BindingSpec, scope_key
+from bridge.hub.bot_messages import Utterance, chat_params, message_text
+from bridge.hub.deliveries import Delivery
+from bridge.hub.routing import RouteDecision, RoutingError, decide_route, parse_routing
+from bridge.hub.runs import PendingSend, Run
+from bridge.hub.sessions import ChannelSession
+from bridge.hub.state import BotLink, HubState, LinkSession
+
+log = logging.getLogger(__name__)
+
+NO_BOT_TEXT = "No bot is available to answer right now."
+MAX_TEXT_CHARS = 200_000
+SYSTEM_SENDER = {"bot_uuid": None, "name": "BCN"}
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def invalid(message: str) -> BcnError:
+    return BcnError(ErrorCode.INVALID_REQUEST, message)
+
+
+def _ignore_answer(answer: asyncio.Future[Any]) -> None:
+    """chat.inject answers carry nothing; read them so no error goes unretrieved."""
+    if not answer.cancelled() and answer.exception() is not None:
+        log.debug("chat.inject not acknowledged: %s", answer.exception())
+
+
+class Dispatcher:
+    def __init__(self, state: HubState) -> None:
+        self.state = state
+        self._event_ids = itertools.count(1)
+        self._event_prefix = secrets.token_hex(4)
+
+    # ------------------------------------------------------------------ human → bots
+    async def inbound(self, link: LinkSession, params: dict[str, Any]) -> dict[str, Any]:
+        spec = self.claimed_binding(link, params)
+        msg_id = _optional_id(params, "msg_id")
+        thread_id = _optional_id(params, "thread_id")
+        sender = params.get("sender") or {}
+        if not isinstance(sender, dict):
+            raise invalid("sender must be an object")
+        user_id = _optional_id(sender, "user_id") or "unknown"
+        name = sender.get("name") if isinstance(sender.get("name"), str) else user_id
+        is_bot = sender.get("is_bot") is True
+        text = params.get("text", "")
+        if not isinstance(text, str) or len(text) > MAX_TEXT_CHARS:
+            raise invalid(f"text must be a string of at most {MAX_TEXT_CHARS} characters")
+        mentions = params.get("mentions") or []
+        if not isinstance(mentions, list) or not all(isinstance(m, str) for m in mentions):
+            raise invalid("mentions must be a list of names")
+        deliver = params.get("deliver") or "auto"
+        if deliver not in ("auto", "observe"):
+            raise invalid("deliver must be 'auto' or 'observe'")
+        try:
+            routing = parse_routing(params.get("routing"))
+        except RoutingError as exc:
+            raise invalid(str(exc)) from None
+        protocol = params.get("protocol")
+
+        group = self.state.groups.get(spec.group_id)
+        if group is None:
+            raise BcnError(ErrorCode.NOT_FOUND, f"group {spec.group_id!r} no longer exists")
+        if msg_id is not None:
+            first = self.state.sessions.seen(spec.binding_id, msg_id)
+            if first is not None:
+                return _inbound_payload(first, False, [], duplicate=True)
+        session, is_new = self.state.sessions.resolve(
+            spec.binding_id, scope_key(spec, thread_id, user_id), group.id, spec.channel_type
+        )
+        if msg_id is not None:
+            self.state.sessions.accept(spec.binding_id, msg_id, session)
+        session.thread_id = thread_id
+
+        timestamp = now_ms()
+        channel: dict[str, Any] = {
+            "source": spec.channel_type,
+            "conversation_id": spec.conversation_id,
+            "thread_id": thread_id,
+            "message_id": msg_id,
+            "is_bot": is_bot,
+        }
+        if spec.identity_forwarding:
+            author = name
+            channel.update(identity_forwarding=True, user_id=user_id, actor_name=name)
+        else:
+            author = self.pseudonym(spec, user_id)
+            channel["user_id"] = author
+        for key in ("attachments", "reply_to_msg_id"):
+            if params.get(key):
+                channel[key] = params[key]
+        if not is_bot:
+            session.human_spoke(author)
+        session.record("user", name, text, timestamp)
+        if isinstance(protocol, dict):
+            session.transcript[-1]["protocol"] = protocol
+            log.info("session %s: protocol %s %s", session.id, protocol.get("type"),
+                     protocol.get("request_id"))
+
+        participants = self.state.participants(group)
+        decision = decide_route(
+            participants,
+            driver_uuid=self.state.groups.driver_uuid(group),
+            text=text,
+            mentions=mentions,
+            routing=routing,
+            observe=deliver == "observe",
+        )
+        utterance = Utterance(
+            text, timestamp, author, channel, session.id, group.id, group.name,
+            tuple([*(p.name for p in participants), *session.humans]), session.originator,
+            tuple(p.name for p in participants if p.bot_uuid in decision.addressed),
+            routing.reason if routing else "",
+            {"protocol": protocol} if isinstance(protocol, dict) else {},
+        )
+        deliveries = await self._deliver(session, decision, utterance, None, msg_id, thread_id)
+        if deliver != "observe" and not any(d["method"] == "chat.send" for d in deliveries):
+            self.system_output(session, NO_BOT_TEXT, thread_id, msg_id)
+        return _inbound_payload(session, is_new, deliveries, duplicate=False)
+
+    async def _deliver(
+        self,
+        session: ChannelSession,
+        decision: RouteDecision,
+        u: Utterance,
+        sender_uuid: str | None,
+        source_msg_id: str | None,
+        thread_id: str | None,
+    ) -> list[dict[str, Any]]:
+        """Send to every chosen online bot; answers are handled as they come back."""
+        config = self.state.config
+        out = []
+        for method, targets in (("chat.send", decision.send), ("chat.inject", decision.inject)):
+            for bot_uuid in targets:
+                bot = self.state.presence.get(bot_uuid)
+                if bot is None:
+                    continue
+                params = chat_params(
+                    u,
+                    version=bot.version,
+                    recipient=bot.record.name,
+                    mentioned=bot_uuid in decision.addressed,
+                    is_sender=bot_uuid == sender_uuid,
+                    timeout_ms=config.run_timeout_ms if method == "chat.send" else None,
+                )
+                try:
+                    answer = await bot.conn.send_request(
+                        method, params, timeout=config.request_timeout_seconds
+                    )
+                except ConnectionClosed:
+                    continue
+                if method == "chat.send":
+                    self.state.runs.sent(PendingSend(
+                        bot_uuid, session, params["session_key"], source_msg_id, thread_id, answer
+                    ))
+                else:
+                    answer.add_done_callback(_ignore_answer)
+                out.append({"bot_uuid": bot_uuid, "name": bot.record.name, "method": method})
+        return out
+
+    def claimed_binding(self, link: LinkSession, params: dict[str, Any]) -> BindingSpec:
+        binding_id = params.get("binding_id")
+        if not isinstance(binding_id, str):
+            raise invalid("binding_id must be a string")
+        spec = link.bindings.get(binding_id)
+        if spec is None:
+            raise BcnError(ErrorCode.NOT_FOUND, f"binding {binding_id!r} is not claimed here")
+        return spec
+
+    def pseudonym(self, spec: BindingSpec, user_id: str) -> str:
+        """A stable stand-in for a platform user id when identities are not forwarded."""
+        key = f"{spec.channel_type}:{spec.account_ref}:{user_id}".encode()
+        digest = hmac.new(self.state.identity_secret, key, hashlib.sha256).hexdigest()
+        return "user-" + digest[:16]
+
+    # ------------------------------------------------------------------ bots → chats
+    async def bot_event(self, bot: BotLink, event: Event) -> None:
+        if event.event != "chat.event":
+            log.debug("bot %s: ignored event %s", bot.record.name, event.event)
+            return
+        payload = event.payload
+        run_id, state = payload.get("run_id"), payload.get("state")
+        if not isinstance(run_id, str) or not isinstance(state, str):
+            log.warning("bot %s: chat.event without run_id/state", bot.record.name)
+            return
+        runs = self.state.runs
+        run = runs.find(bot.record.bot_uuid, run_id)
+        if run is None:
+            runs.settle(bot.record.bot_uuid)
+            run = runs.find(bot.record.bot_uuid, run_id)
+        if run is None:
+            log.debug("bot %s: event for unknown run %s dropped", bot.record.name, run_id)
+            return
+        if not run.running:
+            log.debug("bot %s: late %s for %s run %s dropped",
+                      bot.record.name, state, run.state, run_id)
+            return
+        run.active_at = asyncio.get_running_loop().time()
+        text = message_text(payload.get("message"))
+        if state == "delta":
+            self.run_output(run, "delta", text)
+        elif state in ("final", "error", "aborted"):
+            runs.finish(run, state)  # type: ignore[arg-type]
+            self.run_output(run, state, text)
+            if state == "final":
+                run.session.record("assistant", bot.record.name, text, now_ms())
+                await self._route_reply(bot, run, text, payload.get("routing"))
+        elif not state.startswith("tool_call_"):
+            log.debug("bot %s: unknown chat.event state %r", bot.record.name, state)
+
+    async def _route_reply(self, bot: BotLink, run: Run, text: str, raw_routing: Any) -> None:
+        """Route a bot's final to the session's other bots, unless the guard says stop."""
+        session = run.session
+        group = self.state.groups.get(session.group_id)
+        if group is None:
+            return
+        session.bot_turns += 1
+        limit = self.state.config.max_bot_turns
+        if session.bot_turns > limit:
+            if not session.guard_tripped:
+                session.guard_tripped = True
+                log.info("session %s: ping-pong guard stopped bot-to-bot routing", session.id)
+                self.system_output(
+                    session,
+                    f"Stopped passing bot replies on: {limit} bot turns in a row without a "
+                    "human message. Write something to continue.",
+                    run.thread_id,
+                )
+            return
+        try:
+            routing = parse_routing(raw_routing)
+        except RoutingError as exc:
+            log.warning("bot %s: ignored malformed routing: %s", bot.record.name, exc)
+            routing = None
+        participants = self.state.participants(group)
+        decision = decide_route(
+            participants,
+            driver_uuid=self.state.groups.driver_uuid(group),
+            sender_uuid=bot.record.bot_uuid,
+            text=text,
+            routing=routing,
+            default_to_driver=self.state.config.bot_reply_default == "driver",
+        )
+        spec = self.state.links.specs.get(session.binding_id)
+        channel = {
+            "source": session.channel_type,
+            "conversation_id": spec.conversation_id if spec else None,
+            "thread_id": run.thread_id,
+            "message_id": None,
+            "is_bot": True,
+            "identity_forwarding": True,
+            "user_id": bot.record.bot_uuid,
+            "actor_name": bot.record.name,
+        }
+        utterance = Utterance(
+            text, now_ms(), bot.record.name, channel, session.id, group.id, group.name,
+            tuple([*(p.name for p in participants), *session.humans]), session.originator,
+            tuple(p.name for p in participants if p.bot_uuid in decision.addressed),
+            routing.reason if routing else "",
+        )
+        await self._deliver(session, decision, utterance, bot.record.bot_uuid, None, run.thread_id)
+
+    def run_output(self, run: Run, kind: str, text: str) -> None:
+        """Queue one output of a run for the chat (unless the binding shows the lead only)."""
+        session = run.session
+        spec = self.state.links.specs.get(session.binding_id)
+        if spec is not None and spec.outbound_visibility == "lead_only":
+            group = self.state.groups.get(session.group_id)
+            if group is None or self.state.groups.driver_uuid(group) != run.bot_uuid:
+                return
+        record = self.state.registry.by_uuid(run.bot_uuid)
+        sender = {"bot_uuid": run.bot_uuid, "name": record.name if record else run.bot_uuid}
+        self._queue(session, run.thread_id, run.run_id, run.source_msg_id, sender, kind, text,
+                    run.next_seq())
+
+    def system_output(
+        self,
+        session: ChannelSession,
+        text: str,
+        thread_id: str | None = None,
+        source_msg_id: str | None = None,
+    ) -> None:
+        self._queue(session, thread_id, None, source_msg_id, SYSTEM_SENDER, "system", text, 1)
+
+    def _queue(
+        self,
+        session: ChannelSession,
+        thread_id: str | None,
+        run_id: str | None,
+        source_msg_id: str | None,
+        sender: dict[str, Any],
+        kind: str,
+        text: str,
+        seq: int,
+    ) -> None:
+        event_id = f"evt-{self._event_prefix}-{next(self._event_ids)}"
+        params = {
+            "event_id": event_id,
+            "binding_id": session.binding_id,
+            "thread_id": thread_id,
+            "bcs_session_id": session.id,
+            "run_id": run_id,
+            "source_msg_id": source_msg_id,
+            "sender": sender,
+            "kind": kind,
+            "text": text,
+            "seq": seq,
+            "timestamp": now_ms(),
+        }
+        loop_time = asyncio.get_running_loop().time()
+        outbox = self.state.outboxes.for_binding(session.binding_id)
+        outbox.put(Delivery(event_id, params, loop_time))
+
+    # ------------------------------------------------------------------ /stop
+    async def abort(self, params: dict[str, Any]) -> dict[str, Any]:
+        session_id = params.get("bcs_session_id")
+        if not isinstance(session_id, str):
+            raise invalid("bcs_session_id must be a string")
+        session = self.state.sessions.get(session_id)
+        if session is None:
+            raise BcnError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
+        run_id = params.get("run_id")
+        if run_id is not None and not isinstance(run_id, str):
+            raise invalid("run_id must be a string")
+        runs = self.state.runs
+        if run_id is None or not runs.find_any(run_id):
+            await self._await_acks(session)
+        if run_id is None:
+            targets = runs.running_in(session.id)
+        else:
+            matches = runs.find_any(run_id)
+            if not matches:
+                raise BcnError(ErrorCode.NOT_FOUND, f"unknown run {run_id!r}")
+            mine = [run for run in matches if run.session is session]
+            if not mine:
+                raise invalid(f"run {run_id!r} belongs to another session")
+            targets = [run for run in mine if run.running]
+        for run in targets:
+            runs.finish(run, "aborted")  # from here on, late events of the run are dropped
+            self.run_output(run, "aborted", "")
+        await asyncio.gather(*(self._tell_abort(run) for run in targets))
+        return {"aborted_run_ids": [run.run_id for run in targets]}
+
+    async def _await_acks(self, session: ChannelSession) -> None:
+        """A chat.send not yet acked counts as running: give its ACK a moment to arrive."""
+        pending = self.state.runs.pending_in(session.id)
+        wait = self.state.config.abort_ack_wait_seconds
+        if pending and wait > 0:
+            await asyncio.wait([p.answer for p in pending], timeout=wait)
+            for bot_uuid in {p.bot_uuid for p in pending}:
+                self.state.runs.settle(bot_uuid)
+
+    async def _tell_abort(self, run: Run) -> None:
+        bot = self.state.presence.get(run.bot_uuid)
+        if bot is None:
+            return
+        try:
+            await bot.conn.request(
+                "chat.abort",
+                {"session_key": run.session_key, "run_id": run.run_id},
+                timeout=self.state.config.request_timeout_seconds,
+            )
+        except (BcnError, ConnectionClosed, TimeoutError) as exc:
+            log.warning("bot %s did not confirm abort of %s: %s", bot.record.name, run.run_id, exc)
+
+
+def _optional_id(params: dict[str, Any], key: str) -> str | None:
+    """Platform ids arrive as strings or numbers; anything else is a client bug."""
+    value = params.get(key)
+    if value is None or value == "":
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise invalid(f"{key} must be a string")
+    return str(value)
+
+
+def _inbound_payload(
+    session: ChannelSession, is_new: bool, deliveries: list[dict[str, Any]], *, duplicate: bool
+) -> dict[str, Any]:
+    return {
+        "bcs_group_id": session.group_id,
+        "bcs_session_id": session.id,
+        "is_new_session": is_new,
+        "duplicate": duplicate,
+        "deliveries": deliveries,
+    }

@@ -1,0 +1,91 @@
+"""Groups from config: members by name, a driver, and auto-join for newcomers.
+
+Membership listed in config is recomputed from config on every start (so removing a name
+there removes the bot); membership gained through `auto_join` is kept in `hub.db`, because
+the bot joined at registration time and nothing in config records it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from bridge.hub.config import GroupConfig
+from bridge.hub.registry import BotRecord, BotRegistry
+from bridge.hub.storage import HubDatabase
+
+
+@dataclass(slots=True)
+class Group:
+    id: str
+    name: str
+    driver_name: str | None
+    bot_names: list[str]
+    auto_join: bool
+    members: list[str] = field(default_factory=list)
+    """Member bot uuids in a stable order: config order first, then joining order."""
+
+    def lists(self, name: str) -> bool:
+        folded = name.casefold()
+        return any(listed.casefold() == folded for listed in self.bot_names)
+
+
+class GroupDirectory:
+    def __init__(self, configs: list[GroupConfig], registry: BotRegistry, db: HubDatabase):
+        self._registry = registry
+        self._db = db
+        self._groups: dict[str, Group] = {}
+        joined: dict[str, list[str]] = {}
+        for group_id, bot_uuid in db.rows("SELECT group_id, bot_uuid FROM group_members"):
+            joined.setdefault(group_id, []).append(bot_uuid)
+        for config in configs:
+            group = Group(config.id, config.name, config.driver, list(config.bots),
+                          config.auto_join)
+            for name in config.bots:
+                record = registry.by_name(name)
+                if record is not None:
+                    self._add(group, record.bot_uuid)
+            for bot_uuid in joined.get(config.id, []):
+                if registry.by_uuid(bot_uuid) is not None:
+                    self._add(group, bot_uuid)
+            self._groups[group.id] = group
+
+    @staticmethod
+    def _add(group: Group, bot_uuid: str) -> bool:
+        if bot_uuid in group.members:
+            return False
+        group.members.append(bot_uuid)
+        return True
+
+    def admit(self, record: BotRecord) -> list[Group]:
+        """Put a newly known bot into the groups that list its name or auto-join everyone."""
+        changed = []
+        for group in self._groups.values():
+            if group.lists(record.name):
+                if self._add(group, record.bot_uuid):
+                    changed.append(group)
+            elif group.auto_join and self._add(group, record.bot_uuid):
+                self._db.write(
+                    "INSERT OR IGNORE INTO group_members (group_id, bot_uuid) VALUES (?, ?)",
+                    (group.id, record.bot_uuid),
+                )
+                changed.append(group)
+        return changed
+
+    def get(self, group_id: str) -> Group | None:
+        return self._groups.get(group_id)
+
+    def groups_of(self, bot_uuid: str) -> list[Group]:
+        return [group for group in self._groups.values() if bot_uuid in group.members]
+
+    def driver_uuid(self, group: Group) -> str | None:
+        if group.driver_name is None:
+            return None
+        record = self._registry.by_name(group.driver_name)
+        return None if record is None else record.bot_uuid
+
+    def __iter__(self) -> Iterator[Group]:
+        return iter(self._groups.values())
+
+    def __len__(self) -> int:
+        return len(self._groups)

@@ -1,0 +1,119 @@
+"""Who the bots are: identities (uuid, name, token) that persist in `hub.db`.
+
+Tokens are stored as SHA-256 hashes: they are long random strings, so a plain hash is
+enough to make a leaked database useless for impersonation, and a lookup stays one
+dictionary access. The registry keeps every record in memory; it only writes when a bot
+registers or a pre-provisioned identity changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from bridge.hub.config import BotConfig, check_bot_name
+from bridge.hub.storage import HubDatabase
+
+
+def hash_token(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def new_token() -> str:
+    return "tok-" + secrets.token_urlsafe(24)
+
+
+class NameTaken(ValueError):
+    """A new bot asked for a name another bot already has."""
+
+
+@dataclass(slots=True)
+class BotRecord:
+    bot_uuid: str
+    name: str
+    provisioned: bool
+    created_at: float
+
+
+class BotRegistry:
+    def __init__(self, db: HubDatabase) -> None:
+        self._db = db
+        self._by_uuid: dict[str, BotRecord] = {}
+        self._by_hash: dict[str, str] = {}
+        self._by_name: dict[str, str] = {}
+        for row in db.rows(
+            "SELECT bot_uuid, name, token_hash, provisioned, created_at FROM bots"
+        ):
+            self._remember(BotRecord(row[0], row[1], bool(row[3]), row[4]), row[2])
+
+    def _remember(self, record: BotRecord, token_hash: str) -> None:
+        self._by_uuid[record.bot_uuid] = record
+        self._by_hash[token_hash] = record.bot_uuid
+        self._by_name[record.name.casefold()] = record.bot_uuid
+
+    def provision(self, bots: list[BotConfig]) -> list[BotRecord]:
+        """Make sure each configured identity exists with its configured token.
+
+        An existing bot of that name keeps its uuid (so group membership and bots'
+        local histories survive) and takes the configured token.
+        """
+        records = []
+        for bot in bots:
+            token_hash = hash_token(bot.token)
+            record = self.by_name(bot.name)
+            if record is None:
+                record = self._insert(bot.name, token_hash, provisioned=True)
+            else:
+                self._by_hash = {h: u for h, u in self._by_hash.items() if u != record.bot_uuid}
+                self._by_hash[token_hash] = record.bot_uuid
+                record.provisioned = True
+                self._db.write(
+                    "UPDATE bots SET token_hash = ?, provisioned = 1 WHERE bot_uuid = ?",
+                    (token_hash, record.bot_uuid),
+                )
+            records.append(record)
+        return records
+
+    def register(self, name: str | None) -> tuple[BotRecord, str]:
+        """Create a new bot; returns its record and its token (the only time it is known)."""
+        token = new_token()
+        bot_uuid = "bot-" + uuid.uuid4().hex
+        if name is None:
+            name = f"bot-{bot_uuid[4:12]}"
+        name = check_bot_name(name)
+        if self.by_name(name) is not None:
+            raise NameTaken(f"the name {name!r} is taken; reconnect with that bot's token")
+        return self._insert(name, hash_token(token), provisioned=False, bot_uuid=bot_uuid), token
+
+    def _insert(
+        self, name: str, token_hash: str, *, provisioned: bool, bot_uuid: str | None = None
+    ) -> BotRecord:
+        record = BotRecord(bot_uuid or "bot-" + uuid.uuid4().hex, name, provisioned, time.time())
+        self._db.write(
+            "INSERT INTO bots (bot_uuid, name, token_hash, provisioned, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (record.bot_uuid, name, token_hash, int(provisioned), record.created_at),
+        )
+        self._remember(record, token_hash)
+        return record
+
+    def by_token(self, token: str) -> BotRecord | None:
+        bot_uuid = self._by_hash.get(hash_token(token))
+        return None if bot_uuid is None else self._by_uuid.get(bot_uuid)
+
+    def by_uuid(self, bot_uuid: str) -> BotRecord | None:
+        return self._by_uuid.get(bot_uuid)
+
+    def by_name(self, name: str) -> BotRecord | None:
+        bot_uuid = self._by_name.get(name.casefold())
+        return None if bot_uuid is None else self._by_uuid.get(bot_uuid)
+
+    def __iter__(self) -> Iterator[BotRecord]:
+        return iter(list(self._by_uuid.values()))
+
+    def __len__(self) -> int:
+        return len(self._by_uuid)

@@ -1,0 +1,144 @@
+"""Runs: which session each bot reply belongs to, from the `chat.send` ACK onwards.
+
+A bot's `chat.event` names only its own `run_id`; the hub learns run → session from the
+ACK of the `chat.send` that started it. Between sending and that ACK the delivery is a
+`PendingSend`, which `channel.abort` counts as running. Finished runs are remembered
+(bounded) so that aborting one again is an idempotent success, not "unknown run", and
+so that late events of an aborted run can be recognised and dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bridge.hub.sessions import ChannelSession
+
+log = logging.getLogger(__name__)
+
+RunState = Literal["running", "final", "error", "aborted", "expired"]
+FINISHED_RUNS_KEPT = 20_000
+
+
+@dataclass(slots=True, eq=False)
+class Run:
+    bot_uuid: str
+    run_id: str
+    session: ChannelSession
+    session_key: str
+    source_msg_id: str | None
+    thread_id: str | None
+    active_at: float
+    """Loop time of the ACK or the latest event: a run silent past its timeout ends."""
+    seq: int = 0
+    state: RunState = "running"
+
+    @property
+    def running(self) -> bool:
+        return self.state == "running"
+
+    def next_seq(self) -> int:
+        """Per-run output numbers are the hub's own: bots' event seqs are not trusted."""
+        self.seq += 1
+        return self.seq
+
+
+@dataclass(slots=True, eq=False)
+class PendingSend:
+    """A `chat.send` on the wire whose ACK (carrying the run id) has not been handled."""
+
+    bot_uuid: str
+    session: ChannelSession
+    session_key: str
+    source_msg_id: str | None
+    thread_id: str | None
+    answer: asyncio.Future[dict[str, Any]]
+
+
+class RunTable:
+    def __init__(self) -> None:
+        self._active: dict[tuple[str, str], Run] = {}
+        self._finished: OrderedDict[tuple[str, str], Run] = OrderedDict()
+        self._pending: dict[str, dict[PendingSend, None]] = {}
+        self._pending_by_session: dict[str, dict[PendingSend, None]] = {}
+
+    # ------------------------------------------------------------------ pending sends
+    def sent(self, pending: PendingSend) -> None:
+        self._pending.setdefault(pending.bot_uuid, {})[pending] = None
+        self._pending_by_session.setdefault(pending.session.id, {})[pending] = None
+        pending.answer.add_done_callback(lambda _f: self.acked(pending))
+
+    def acked(self, pending: PendingSend) -> Run | None:
+        """Turn an answered `chat.send` into a run; safe to call more than once."""
+        by_bot = self._pending.get(pending.bot_uuid)
+        if by_bot is None or pending not in by_bot:
+            return None
+        del by_bot[pending]
+        if not by_bot:
+            del self._pending[pending.bot_uuid]
+        by_session = self._pending_by_session.get(pending.session.id, {})
+        by_session.pop(pending, None)
+        if not by_session:
+            self._pending_by_session.pop(pending.session.id, None)
+        if pending.answer.cancelled() or pending.answer.exception() is not None:
+            return None
+        run_id = pending.answer.result().get("run_id")
+        if not isinstance(run_id, str) or not run_id:
+            log.warning("bot %s acked chat.send without a run_id", pending.bot_uuid)
+            return None
+        key = (pending.bot_uuid, run_id)
+        if key in self._active or key in self._finished:
+            log.warning("bot %s reused run id %r; keeping the first", pending.bot_uuid, run_id)
+            return None
+        run = Run(pending.bot_uuid, run_id, pending.session, pending.session_key,
+                  pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time())
+        self._active[key] = run
+        return run
+
+    def settle(self, bot_uuid: str) -> None:
+        """Handle ACKs already received but whose callbacks have not run yet.
+
+        A bot sends its ACK and its first event back to back; the event can reach the
+        handler before the future's callback does. Settling first keeps them in order.
+        """
+        for pending in list(self._pending.get(bot_uuid, ())):
+            if pending.answer.done():
+                self.acked(pending)
+
+    def pending_in(self, session_id: str) -> list[PendingSend]:
+        return list(self._pending_by_session.get(session_id, ()))
+
+    # ------------------------------------------------------------------ runs
+    def find(self, bot_uuid: str, run_id: str) -> Run | None:
+        key = (bot_uuid, run_id)
+        return self._active.get(key) or self._finished.get(key)
+
+    def find_any(self, run_id: str) -> list[Run]:
+        """Every run with this id, whichever bot owns it (channel.abort names only the id)."""
+        return [run for run in (*self._active.values(), *self._finished.values())
+                if run.run_id == run_id]
+
+    def running_in(self, session_id: str) -> list[Run]:
+        return [run for run in self._active.values() if run.session.id == session_id]
+
+    def finish(self, run: Run, state: RunState) -> None:
+        key = (run.bot_uuid, run.run_id)
+        run.state = state
+        self._active.pop(key, None)
+        self._finished[key] = run
+        while len(self._finished) > FINISHED_RUNS_KEPT:
+            self._finished.popitem(last=False)
+
+    def expire(self, now: float, max_age: float) -> list[Run]:
+        """End runs silent for longer than their timeout; returns them."""
+        stale = [run for run in self._active.values() if now - run.active_at > max_age]
+        for run in stale:
+            self.finish(run, "expired")
+        return stale
+
+    @property
+    def running_count(self) -> int:
+        return len(self._active)

@@ -1,0 +1,196 @@
+"""`Hub`: the embedded BCN — one aiohttp server with `/ws/bot`, `/ws/channel`, `/healthz`.
+
+Usable standalone (`bcn-bridge hub`) and in-process (the bridge's demo mode, the tests):
+`await hub.start()` returns once the socket listens, `hub.port` / `hub.url` say where,
+`await hub.stop()` closes every connection and the database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from types import TracebackType
+from typing import Any
+
+from aiohttp import web
+
+from bridge import __version__
+from bridge.hub.bots import BotEndpoint
+from bridge.hub.config import HubConfig
+from bridge.hub.deliveries import Outboxes, OutboxLimits
+from bridge.hub.dispatch import Dispatcher
+from bridge.hub.groups import GroupDirectory
+from bridge.hub.links import LinkEndpoint
+from bridge.hub.registry import BotRegistry
+from bridge.hub.runs import RunTable
+from bridge.hub.sessions import SessionDirectory
+from bridge.hub.state import BotPresence, HubState, LinkDirectory
+from bridge.hub.storage import HubDatabase
+
+log = logging.getLogger(__name__)
+
+CLOSE_GOING_AWAY = 1001
+
+
+class Hub:
+    def __init__(self, config: HubConfig) -> None:
+        self.config = config
+        self.state: HubState | None = None
+        self.dispatcher: Dispatcher | None = None
+        self._runner: web.AppRunner | None = None
+        self._sweeper: asyncio.Task[None] | None = None
+        self._bots: BotEndpoint | None = None
+        self._links: LinkEndpoint | None = None
+        self._host = config.host
+        self._port = config.port
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        config = self.config
+        db = HubDatabase.in_data_dir(config.data_dir)
+        registry = BotRegistry(db)
+        registry.provision(config.bots)
+        links = LinkDirectory()
+        limits = OutboxLimits(
+            max_pending=config.pending_max_per_binding,
+            max_age=config.pending_max_age_seconds,
+            window=config.deliver_window,
+            timeout=config.request_timeout_seconds,
+        )
+        secret = config.identity_secret or db.secret("identity_secret")
+        state = HubState(
+            config=config,
+            db=db,
+            registry=registry,
+            groups=GroupDirectory(config.groups, registry, db),
+            sessions=SessionDirectory(db, transcript_limit=config.transcript_limit,
+                                      dedup_limit=config.dedup_limit),
+            runs=RunTable(),
+            presence=BotPresence(),
+            links=links,
+            outboxes=Outboxes(links.connections_for, limits),
+            identity_secret=secret.encode(),
+        )
+        state.presence.on_change = lambda bot_uuid: state.announce(
+            state.groups.groups_of(bot_uuid)
+        )
+        self.state = state
+        self.dispatcher = Dispatcher(state)
+        self._bots = BotEndpoint(state, self.dispatcher)
+        self._links = LinkEndpoint(state, self.dispatcher)
+
+        app = web.Application()
+        app.router.add_get("/ws/bot", self._bots.handle)
+        app.router.add_get("/ws/channel", self._links.handle)
+        app.router.add_get("/healthz", self._healthz)
+        runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, self._host, self._port)
+        try:
+            await site.start()
+        except OSError:
+            await runner.cleanup()
+            db.close()
+            raise
+        self._runner = runner
+        server = site._server
+        if server is not None and getattr(server, "sockets", None):
+            self._port = server.sockets[0].getsockname()[1]
+        self._sweeper = asyncio.create_task(self._sweep(), name="hub-sweeper")
+        if not config.link_tokens:
+            log.warning("no link_tokens configured: no channel link can connect")
+        log.info("hub listening on %s (%d groups, %d known bots)",
+                 self.url, len(state.groups), len(registry))
+
+    async def stop(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        state = self.state
+        if state is not None:
+            for bot in state.presence.all():
+                await bot.conn.close(CLOSE_GOING_AWAY, "hub stopping")
+            for link in state.links.all():
+                await link.conn.close(CLOSE_GOING_AWAY, "hub stopping")
+            await state.outboxes.close()
+            for task in list(state.tasks):
+                task.cancel()
+            await asyncio.gather(*state.tasks, return_exceptions=True)
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+        if state is not None:
+            state.db.close()
+            self.state = None
+        log.info("hub stopped")
+
+    async def __aenter__(self) -> Hub:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    # ------------------------------------------------------------------ where
+    @property
+    def host(self) -> str:
+        return self._host
+
+    @property
+    def port(self) -> int:
+        return self._port
+
+    @property
+    def url(self) -> str:
+        """The WebSocket base URL; bots use `{url}/ws/bot`, links `{url}/ws/channel`."""
+        host = f"[{self._host}]" if ":" in self._host else self._host
+        return f"ws://{host}:{self._port}"
+
+    @property
+    def http_url(self) -> str:
+        return "http" + self.url[2:]
+
+    # ------------------------------------------------------------------ internals
+    def health(self) -> dict[str, Any]:
+        state = self.state
+        if state is None:
+            return {"status": "stopped", "version": __version__}
+        return {
+            "status": "ok",
+            "version": __version__,
+            "bots_online": len(state.presence),
+            "bots_registered": len(state.registry),
+            "links": len(state.links),
+            "groups": len(state.groups),
+            "sessions": len(state.sessions),
+            "runs_running": state.runs.running_count,
+        }
+
+    async def _healthz(self, _request: web.Request) -> web.Response:
+        return web.json_response(self.health())
+
+    async def _sweep(self) -> None:
+        """Expire silent bots, silent links and runs that never finished."""
+        assert self.state is not None and self.dispatcher is not None
+        assert self._bots is not None and self._links is not None
+        config = self.config
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(config.sweep_interval)
+            now = loop.time()
+            try:
+                await self._bots.expire(now)
+                await self._links.expire(now)
+            except Exception:  # one bad close must not stop expiry for good
+                log.exception("expiry sweep failed")
+            for run in self.state.runs.expire(now, config.run_timeout_ms / 1000):
+                log.info("run %s of %s timed out", run.run_id, run.bot_uuid)
+                self.dispatcher.run_output(
+                    run, "error", f"No reply finished within {config.run_timeout_ms // 1000} s."
+                )
