@@ -14,10 +14,13 @@ from collections.abc import Sequence
 
 # Modules that contribute subcommands, in the order `--help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
+    "bridge.cli.demo",
+    "bridge.cli.run",
     "bridge.cli.config",
     "bridge.cli.protocol",
     "bridge.cli.conversations",
     "bridge.cli.example_bot",
+    "bridge.cli.hub",
 )
 
 
