@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -79,11 +80,19 @@ def run_example_bot(args: argparse.Namespace) -> int:
 
 
 async def _run(bot: Bot) -> int:
+    """Run until BCN refuses the bot or SIGTERM/SIGINT asks for an orderly stop."""
     from bridge.bcn import BcnError
 
+    loop = asyncio.get_running_loop()
+    stopping: set[asyncio.Task[None]] = set()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, lambda: stopping.add(asyncio.create_task(bot.stop())))
     try:
         await bot.run()
     except BcnError as exc:
         print(f"example-bot: BCN refused the bot: {exc}", file=sys.stderr)
         return EXIT_REFUSED
+    finally:
+        if stopping:
+            await asyncio.wait(stopping)
     return 0
