@@ -11,7 +11,6 @@ import argparse
 import json
 import sys
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 EXIT_INVALID = 2
 
@@ -60,6 +59,8 @@ def run_schema(args: argparse.Namespace) -> int:
 
 def summary_lines(config: Any) -> list[str]:
     """A few lines a person can check at a glance; no token ever appears."""
+    from bridge.store.opening import redacted as without_password
+
     lines: list[str] = []
     if config.hub is not None:
         groups = ", ".join(
@@ -82,13 +83,3 @@ def summary_lines(config: Any) -> list[str]:
     commands = ", ".join(f"/{name}" for name in config.commands.enabled().values())
     lines.append(f"commands: {commands or 'none'}")
     return lines
-
-
-def without_password(url: str) -> str:
-    """`redis://:pw@host/0` -> `redis://:***@host/0`; other URLs unchanged."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    userinfo, _, hostinfo = parts.netloc.rpartition("@")
-    user = userinfo.partition(":")[0]
-    return urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))

@@ -74,26 +74,28 @@ def resolve_values(
     """
     env = os.environ if environ is None else environ
     resolver = _Resolver(doc, loc, navigator, env)
-    parent, key = _parent_of(doc.data, loc)
-    if parent is not None:
+    if not loc:
+        doc.data = resolver.walk(doc.data, loc)
+        return resolver.issues
+    parent = _value_at(doc.data, loc[:-1])
+    key = loc[-1]
+    if isinstance(parent, dict) and key in parent:
+        parent[key] = resolver.walk(parent[key], loc)
+    elif isinstance(parent, list) and isinstance(key, int) and 0 <= key < len(parent):
         parent[key] = resolver.walk(parent[key], loc)
     return resolver.issues
 
 
-def _parent_of(data: Any, loc: Loc) -> tuple[Any, Any]:
-    """The container holding the value at `loc` and its key there; (None, None) if absent."""
-    holder: Any = {"": data}
-    key: Any = ""
+def _value_at(data: Any, loc: Loc) -> Any:
+    """The value at `loc`, or None when the path does not exist."""
     for part in loc:
-        holder, key = holder[key], part
-        if isinstance(holder, dict) and key in holder:
-            continue
-        if isinstance(holder, list) and isinstance(key, int) and 0 <= key < len(holder):
-            continue
-        return None, None
-    if not loc:
-        return {"": data}, ""
-    return holder, key
+        if isinstance(data, dict) and part in data:
+            data = data[part]
+        elif isinstance(data, list) and isinstance(part, int) and 0 <= part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
 
 
 class _Resolver:

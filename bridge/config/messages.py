@@ -99,6 +99,8 @@ def expectation(error: ErrorDetails) -> str:
     ctx = error.get("ctx") or {}
     if error["type"] in ("literal_error", "enum") and "expected" in ctx:
         return f"expected {ctx['expected']}"
+    if error["type"] == "string_pattern_mismatch" and "pattern" in ctx:
+        return f"expected a string matching {ctx['pattern']!r}"
     msg = error["msg"]
     for prefix in ("Value error, ", "Assertion failed, "):
         if msg.startswith(prefix):

@@ -51,7 +51,7 @@ def test_unknown_tag_is_an_error_with_its_line() -> None:
 
 def test_missing_file(tmp_path: Path) -> None:
     path = tmp_path / "nope.yaml"
-    with pytest.raises(ConfigError, match="nope.yaml: config file not found"):
+    with pytest.raises(ConfigError, match=r"nope\.yaml: config file not found"):
         read_document(path)
 
 
