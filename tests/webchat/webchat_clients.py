@@ -1,0 +1,73 @@
+"""A page's side of the webchat WebSocket, for tests: connect, join, read frames by type."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+from typing import Any
+
+import aiohttp
+
+FRAME_WAIT = 5.0
+"""Generous upper bound for a frame to arrive; tests never assert how long it took."""
+
+_ids = itertools.count(1)
+
+
+class ChatClient:
+    """One browser tab, speaking JSON frames over a real socket."""
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, client_id: str) -> None:
+        self.ws = ws
+        self.client_id = client_id
+        self.hello: dict[str, Any] = {}
+
+    async def send(self, frame: dict[str, Any]) -> None:
+        await self.ws.send_str(json.dumps(frame))
+
+    async def next_frame(self) -> dict[str, Any]:
+        message = await self.ws.receive(timeout=FRAME_WAIT)
+        assert message.type is aiohttp.WSMsgType.TEXT, f"expected a text frame, got {message}"
+        return json.loads(message.data)
+
+    async def expect(self, frame_type: str) -> dict[str, Any]:
+        """The next frame, which must be of `frame_type`."""
+        frame = await self.next_frame()
+        assert frame["type"] == frame_type, f"expected {frame_type!r}, got {frame}"
+        return frame
+
+    async def join(self, room: str = "lobby", name: str = "Ada") -> dict[str, Any]:
+        await self.send({"type": "join", "room": room, "name": name, "client_id": self.client_id})
+        return await self.expect("joined")
+
+    async def say(self, text: str, client_message_id: str | None = None) -> str:
+        client_message_id = client_message_id or f"m-{next(_ids)}"
+        await self.send({"type": "message", "client_message_id": client_message_id, "text": text})
+        return client_message_id
+
+    async def assert_quiet(self) -> None:
+        """Nothing more arrives: a ping round trip comes back with no frame before the pong."""
+        await self.send({"type": "ping"})
+        assert (await self.next_frame())["type"] == "pong"
+
+
+async def open_client(
+    session: aiohttp.ClientSession, url: str, client_id: str | None = None
+) -> ChatClient:
+    ws = await session.ws_connect(url)
+    client = ChatClient(ws, client_id or f"c-{next(_ids)}")
+    client.hello = await client.expect("hello")
+    return client
+
+
+async def drain_until(client: ChatClient, frame_type: str) -> dict[str, Any]:
+    """Skip frames until one of `frame_type` arrives (for flows with interleaved frames)."""
+    while True:
+        frame = await client.next_frame()
+        if frame["type"] == frame_type:
+            return frame
+
+
+async def wait_for(queue: asyncio.Queue[Any]) -> Any:
+    return await asyncio.wait_for(queue.get(), FRAME_WAIT)
