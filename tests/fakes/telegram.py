@@ -1,0 +1,543 @@
+"""A fake Telegram Bot API server for driving the real python-telegram-bot in tests.
+
+It speaks the Bot API over HTTP on 127.0.0.1: `POST /bot<token>/<method>` with PTB's
+form-encoded (JSON-valued) fields, answers `{"ok": …}` like Telegram, records every call,
+serves `getUpdates` the way Telegram does (updates stay until a later offset confirms them;
+long polls wake on new updates and on shutdown), registers webhooks and POSTs updates to
+them, and injects faults: 429 with `retry_after`, any Bot API error, dropped connections,
+and HTML Telegram cannot parse. Several tokens (main bot and puppets) have their own
+identity, and sent messages are stored per chat so edits behave like Telegram's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from html.parser import HTMLParser
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+
+SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+HTML_TAGS = frozenset(
+    {
+        "b", "strong", "i", "em", "u", "ins", "s", "strike", "del", "span", "tg-spoiler",
+        "a", "tg-emoji", "code", "pre", "blockquote",
+    }
+)  # fmt: skip
+"""The tags Telegram's HTML parse mode accepts; anything else is a parse error."""
+
+_TEXT_FIELDS = frozenset({"text", "parse_mode", "url", "secret_token", "action", "caption"})
+"""Fields PTB sends as raw strings; every other field is JSON-encoded."""
+
+_ids = itertools.count(1_000_000)
+
+
+def user(
+    first_name: str,
+    *,
+    user_id: int | None = None,
+    last_name: str | None = None,
+    username: str | None = None,
+    is_bot: bool = False,
+) -> dict[str, Any]:
+    """A Bot API `User`."""
+    found: dict[str, Any] = {
+        "id": user_id if user_id is not None else next(_ids),
+        "is_bot": is_bot,
+        "first_name": first_name,
+    }
+    if last_name:
+        found["last_name"] = last_name
+    if username:
+        found["username"] = username
+    return found
+
+
+@dataclass
+class BotAccount:
+    """One bot token's identity, as `getMe` reports it."""
+
+    token: str
+    id: int
+    username: str
+    first_name: str
+    can_read_all_group_messages: bool = True
+
+    def as_user(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "is_bot": True,
+            "first_name": self.first_name,
+            "username": self.username,
+        }
+
+
+@dataclass
+class Call:
+    """One Bot API request as the fake understood it."""
+
+    token: str
+    method: str
+    params: dict[str, Any]
+
+
+@dataclass
+class Fault:
+    method: str
+    status: int
+    description: str
+    parameters: dict[str, Any] | None = None
+    drop: bool = False
+    token: str | None = None
+
+
+@dataclass
+class Webhook:
+    url: str
+    secret_token: str | None
+
+
+@dataclass
+class _Inbox:
+    """One bot's pending updates: kept until a later offset confirms them."""
+
+    updates: list[dict[str, Any]] = field(default_factory=list)
+    next_id: int = 1
+    arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class HtmlCheck(HTMLParser):
+    """Telegram's HTML rules, enough to refuse what Telegram refuses: unknown and unbalanced
+    tags. The error text mimics Telegram's."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[str] = []
+        self.error: str | None = None
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag not in HTML_TAGS:
+            self.error = self.error or f'Unsupported start tag "{tag}"'
+        self.stack.append(tag)
+
+    def handle_endtag(self, tag: str) -> None:
+        if not self.stack or self.stack[-1] != tag:
+            self.error = self.error or f'Unexpected end tag "{tag}"'
+            return
+        self.stack.pop()
+
+    def handle_data(self, data: str) -> None:
+        self.text.append(data)
+
+    def check(self, html_text: str) -> tuple[str, str | None]:
+        """(visible text, error or None)."""
+        self.feed(html_text)
+        self.close()
+        if self.stack and self.error is None:
+            self.error = f'Can\'t find end tag corresponding to start tag "{self.stack[-1]}"'
+        return "".join(self.text), self.error
+
+
+class FakeTelegram:
+    """The fake Bot API server. `await start()` returns its root URL (`api_base_url`)."""
+
+    def __init__(self) -> None:
+        self.bots: dict[str, BotAccount] = {}
+        self.calls: list[Call] = []
+        self.chats: dict[int, dict[str, Any]] = {}
+        self.messages: dict[tuple[int, int], dict[str, Any]] = {}
+        self.message_owner: dict[tuple[int, int], str] = {}
+        self.webhooks: dict[str, Webhook] = {}
+        self.commands: dict[str, list[dict[str, Any]]] = {}
+        self.files: dict[str, bytes] = {}
+        self.forbidden: dict[tuple[str, int], str] = {}
+        self.faults: list[Fault] = []
+        self.reject_html = False
+        """Answer every HTML message with "can't parse entities", whatever its tags."""
+        self._inboxes: dict[str, _Inbox] = defaultdict(_Inbox)
+        self._message_ids: dict[int, itertools.count[int]] = {}
+        self._closing = False
+        self._called = asyncio.Event()
+        self._runner: web.AppRunner | None = None
+        self.url = ""
+        app = web.Application()
+        app.router.add_route("*", "/bot{token}/{method}", self._api)
+        app.router.add_get("/file/bot{token}/{path:.*}", self._file)
+        self.app = app
+
+    # -- setup ---------------------------------------------------------------------------
+
+    def add_bot(
+        self, token: str, username: str, *, can_read_all_group_messages: bool = True
+    ) -> BotAccount:
+        bot_id = int(token.partition(":")[0])
+        account = BotAccount(token, bot_id, username, username, can_read_all_group_messages)
+        self.bots[token] = account
+        return account
+
+    def add_chat(
+        self,
+        chat_id: int,
+        *,
+        kind: str | None = None,
+        title: str | None = None,
+        forum: bool = False,
+    ) -> dict[str, Any]:
+        kind = kind or ("supergroup" if chat_id < 0 else "private")
+        chat: dict[str, Any] = {"id": chat_id, "type": kind}
+        if kind == "private":
+            chat["first_name"] = title or "Someone"
+        else:
+            chat["title"] = title or f"Group {chat_id}"
+        if forum:
+            chat["is_forum"] = True
+        self.chats[chat_id] = chat
+        return chat
+
+    def add_file(self, file_id: str, content: bytes) -> None:
+        self.files[file_id] = content
+
+    def kick(self, token: str, chat_id: int, description: str) -> None:
+        """From now on this bot gets 403 `description` for this chat."""
+        self.forbidden[(token, chat_id)] = description
+
+    def fail_next(
+        self,
+        method: str,
+        *,
+        status: int = 400,
+        description: str = "Bad Request",
+        retry_after: int | None = None,
+        token: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """Answer the next `times` calls of `method` with this Bot API error."""
+        parameters = {"retry_after": retry_after} if retry_after is not None else None
+        for _ in range(times):
+            self.faults.append(Fault(method, status, description, parameters, token=token))
+
+    def drop_next(self, method: str, *, times: int = 1) -> None:
+        """Close the connection instead of answering the next `times` calls of `method`."""
+        for _ in range(times):
+            self.faults.append(Fault(method, 0, "", drop=True))
+
+    async def start(self) -> str:
+        # No access log: the fake is Telegram, and Telegram's logs are not the bridge's.
+        runner = web.AppRunner(self.app, shutdown_timeout=0.5, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        self._runner = runner
+        port = runner.addresses[0][1]
+        self.url = f"http://127.0.0.1:{port}"
+        return self.url
+
+    async def stop(self) -> None:
+        self._closing = True
+        for inbox in self._inboxes.values():
+            inbox.arrived.set()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    # -- updates -------------------------------------------------------------------------
+
+    def push_update(self, token: str, update: dict[str, Any]) -> dict[str, Any]:
+        """Queue an update for `token`'s bot (getUpdates) and return it with its update_id."""
+        inbox = self._inboxes[token]
+        update = {"update_id": inbox.next_id, **update}
+        inbox.next_id += 1
+        inbox.updates.append(update)
+        inbox.arrived.set()
+        return update
+
+    def message(
+        self,
+        chat_id: int,
+        sender: dict[str, Any],
+        text: str | None = None,
+        *,
+        entities: list[dict[str, Any]] | None = None,
+        reply_to: int | None = None,
+        thread_id: int | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """A Bot API `Message` in a known chat, numbered like the chat's other messages."""
+        chat = self.chats.get(chat_id) or self.add_chat(chat_id)
+        message: dict[str, Any] = {
+            "message_id": self._next_message_id(chat_id),
+            "date": int(time.time()),
+            "chat": chat,
+            "from": sender,
+            **extra,
+        }
+        if text is not None:
+            message["text"] = text
+        if entities:
+            message["entities"] = entities
+        if thread_id is not None:
+            message["message_thread_id"] = thread_id
+            if chat.get("is_forum"):
+                message["is_topic_message"] = True
+        if reply_to is not None:
+            replied = self.messages.get((chat_id, reply_to)) or {
+                "message_id": reply_to,
+                "date": int(time.time()),
+                "chat": chat,
+            }
+            message["reply_to_message"] = replied
+        self.messages[(chat_id, message["message_id"])] = message
+        return message
+
+    def push_message(self, token: str, chat_id: int, sender: dict[str, Any], text: str | None,
+                     **kwargs: Any) -> dict[str, Any]:  # fmt: skip
+        """Someone posts in a chat; `token`'s bot gets the update. Returns the message."""
+        message = self.message(chat_id, sender, text, **kwargs)
+        self.push_update(token, {"message": message})
+        return message
+
+    def push_edit(self, token: str, message: dict[str, Any], text: str) -> dict[str, Any]:
+        edited = {**message, "text": text, "edit_date": int(time.time())}
+        self.messages[(message["chat"]["id"], message["message_id"])] = edited
+        self.push_update(token, {"edited_message": edited})
+        return edited
+
+    async def deliver_webhook(
+        self, token: str, update: dict[str, Any], *, secret: str | None = ""
+    ) -> int:
+        """POST an update to `token`'s registered webhook, like Telegram; return the status.
+
+        `secret=""` sends the registered secret, `None` sends no header, else that value.
+        """
+        hook = self.webhooks[token]
+        inbox = self._inboxes[token]
+        if "update_id" not in update:
+            update = {"update_id": inbox.next_id, **update}
+            inbox.next_id += 1
+        headers = {}
+        sent_secret = hook.secret_token if secret == "" else secret
+        if sent_secret is not None:
+            headers[SECRET_HEADER] = sent_secret
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(hook.url, json=update, headers=headers) as response,
+        ):
+            return response.status
+
+    # -- inspection ----------------------------------------------------------------------
+
+    def calls_to(self, method: str, token: str | None = None) -> list[Call]:
+        return [
+            call
+            for call in self.calls
+            if call.method == method and (token is None or call.token == token)
+        ]
+
+    async def wait_for_call(self, method: str, count: int = 1, timeout: float = 5.0) -> list[Call]:
+        async def enough() -> list[Call]:
+            while len(self.calls_to(method)) < count:
+                self._called.clear()
+                await self._called.wait()
+            return self.calls_to(method)
+
+        return await asyncio.wait_for(enough(), timeout)
+
+    def confirmed(self, token: str) -> bool:
+        """Has the bot confirmed (by a later offset) every update pushed to it?"""
+        return not self._inboxes[token].updates
+
+    # -- the Bot API -----------------------------------------------------------------------
+
+    async def _api(self, request: web.Request) -> web.StreamResponse:
+        token = request.match_info["token"]
+        method = request.match_info["method"]
+        params = await _decode(request)
+        self.calls.append(Call(token, method, params))
+        self._called.set()
+        fault = self._take_fault(method, token)
+        if fault is not None:
+            if fault.drop:
+                assert request.transport is not None
+                request.transport.close()
+                return web.Response()
+            return _error(fault.status, fault.description, fault.parameters)
+        bot = self.bots.get(token)
+        if bot is None:
+            return _error(401, "Unauthorized")
+        handler = getattr(self, f"_m_{method}", None)
+        if handler is None:
+            return _error(404, "Not Found")
+        return await handler(bot, params)
+
+    def _take_fault(self, method: str, token: str) -> Fault | None:
+        for index, fault in enumerate(self.faults):
+            if fault.method == method and fault.token in (None, token):
+                return self.faults.pop(index)
+        return None
+
+    async def _m_getMe(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        return _ok(
+            {
+                **bot.as_user(),
+                "can_join_groups": True,
+                "can_read_all_group_messages": bot.can_read_all_group_messages,
+                "supports_inline_queries": False,
+            }
+        )
+
+    async def _m_getUpdates(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        inbox = self._inboxes[bot.token]
+        offset = int(params.get("offset") or 0)
+        if offset:
+            inbox.updates = [u for u in inbox.updates if u["update_id"] >= offset]
+        timeout = float(params.get("timeout") or 0)
+        if not inbox.updates and timeout > 0 and not self._closing:
+            inbox.arrived.clear()
+            try:
+                await asyncio.wait_for(inbox.arrived.wait(), timeout)
+            except TimeoutError:
+                pass
+        limit = int(params.get("limit") or 100)
+        return _ok(inbox.updates[:limit])
+
+    async def _m_deleteWebhook(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        self.webhooks.pop(bot.token, None)
+        if params.get("drop_pending_updates"):
+            self._inboxes[bot.token].updates.clear()
+        return _ok(True)
+
+    async def _m_setWebhook(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        self.webhooks[bot.token] = Webhook(params["url"], params.get("secret_token"))
+        return _ok(True)
+
+    async def _m_getWebhookInfo(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        hook = self.webhooks.get(bot.token)
+        return _ok({"url": hook.url if hook else "", "has_custom_certificate": False,
+                    "pending_update_count": len(self._inboxes[bot.token].updates)})  # fmt: skip
+
+    async def _m_setMyCommands(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        self.commands[bot.token] = list(params.get("commands") or [])
+        return _ok(True)
+
+    async def _m_sendChatAction(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params["chat_id"])
+        if (problem := self._cannot_post(bot, chat_id)) is not None:
+            return problem
+        return _ok(True)
+
+    async def _m_sendMessage(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params["chat_id"])
+        if (problem := self._cannot_post(bot, chat_id)) is not None:
+            return problem
+        text, problem = self._visible(params)
+        if problem is not None:
+            return problem
+        if not text.strip():
+            return _error(400, "Bad Request: message text is empty")
+        if len(text.encode("utf-16-le")) // 2 > 4096:
+            return _error(400, "Bad Request: message is too long")
+        extra: dict[str, Any] = {}
+        reply = params.get("reply_parameters") or {}
+        if reply.get("message_id"):
+            extra["reply_to"] = int(reply["message_id"])
+        if params.get("message_thread_id"):
+            extra["thread_id"] = int(params["message_thread_id"])
+        message = self.message(chat_id, bot.as_user(), text, **extra)
+        self.message_owner[(chat_id, message["message_id"])] = bot.token
+        return _ok(message)
+
+    async def _m_editMessageText(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        chat_id = int(params["chat_id"])
+        key = (chat_id, int(params["message_id"]))
+        if key not in self.messages:
+            return _error(400, "Bad Request: message to edit not found")
+        if self.message_owner.get(key) != bot.token:
+            return _error(400, "Bad Request: message can't be edited")
+        text, problem = self._visible(params)
+        if problem is not None:
+            return problem
+        if self.messages[key].get("text") == text:
+            return _error(
+                400,
+                "Bad Request: message is not modified: specified new message content and reply "
+                "markup are exactly the same as a current content and reply markup of the message",
+            )
+        edited = {**self.messages[key], "text": text, "edit_date": int(time.time())}
+        self.messages[key] = edited
+        return _ok(edited)
+
+    async def _m_getFile(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
+        file_id = params["file_id"]
+        if file_id not in self.files:
+            return _error(400, "Bad Request: invalid file_id")
+        size = len(self.files[file_id])
+        path = f"files/{file_id}"
+        return _ok({"file_id": file_id, "file_unique_id": f"u{file_id}", "file_size": size,
+                    "file_path": path})  # fmt: skip
+
+    async def _file(self, request: web.Request) -> web.Response:
+        if request.match_info["token"] not in self.bots:
+            return web.Response(status=401)
+        file_id = request.match_info["path"].removeprefix("files/")
+        if file_id not in self.files:
+            return web.Response(status=404)
+        return web.Response(body=self.files[file_id])
+
+    def _cannot_post(self, bot: BotAccount, chat_id: int) -> web.Response | None:
+        if (bot.token, chat_id) in self.forbidden:
+            return _error(403, self.forbidden[(bot.token, chat_id)])
+        if chat_id not in self.chats:
+            return _error(400, "Bad Request: chat not found")
+        return None
+
+    def _visible(self, params: dict[str, Any]) -> tuple[str, web.Response | None]:
+        text = str(params.get("text", ""))
+        if params.get("parse_mode") != "HTML":
+            return text, None
+        visible, error = HtmlCheck().check(text)
+        if self.reject_html:
+            error = error or "forced by the test"
+        if error is not None:
+            return "", _error(400, f"Bad Request: can't parse entities: {error}")
+        return visible, None
+
+    def _next_message_id(self, chat_id: int) -> int:
+        counter = self._message_ids.setdefault(chat_id, itertools.count(1))
+        return next(counter)
+
+
+async def _decode(request: web.Request) -> dict[str, Any]:
+    """PTB posts form fields whose non-string values are JSON; JSON bodies are accepted too."""
+    if request.content_type == "application/json":
+        body = await request.json() if request.can_read_body else {}
+        return dict(body)
+    form = await request.post()
+    params: dict[str, Any] = dict(request.query)
+    for key, value in form.items():
+        if not isinstance(value, str) or key in _TEXT_FIELDS:
+            params[key] = value
+            continue
+        try:
+            params[key] = json.loads(value)
+        except json.JSONDecodeError:
+            params[key] = value
+    return params
+
+
+def _ok(result: Any) -> web.Response:
+    return web.json_response({"ok": True, "result": result})
+
+
+def _error(status: int, description: str, parameters: dict[str, Any] | None = None) -> web.Response:
+    body: dict[str, Any] = {"ok": False, "error_code": status, "description": description}
+    if parameters:
+        body["parameters"] = parameters
+    return web.json_response(body, status=status)
