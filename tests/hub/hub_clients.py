@@ -1,0 +1,202 @@
+"""Small raw-frame clients for the hub tests: a scriptable bot and a scriptable link.
+
+Both speak through the shared `Connection`, so the tests exercise the real wire layer;
+everything they receive lands in queues the tests read with a timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+
+from bridge.bcn import BcnError, Connection, Event, Request
+from bridge.hub import Hub, HubConfig
+
+WAIT = 3.0
+"""Upper bound for anything a test waits for; a passing test never waits this long."""
+
+
+async def next_item(queue: asyncio.Queue[Any], timeout: float = WAIT) -> Any:
+    return await asyncio.wait_for(queue.get(), timeout)
+
+
+async def nothing_in(queue: asyncio.Queue[Any], settle: float = 0.1) -> bool:
+    """True when nothing arrives within `settle` seconds (for "X was not delivered")."""
+    try:
+        await asyncio.wait_for(queue.get(), settle)
+    except TimeoutError:
+        return True
+    return False
+
+
+def hub_config(tmp_path: Any, **overrides: Any) -> HubConfig:
+    data: dict[str, Any] = {
+        "listen": "127.0.0.1:0",
+        "data_dir": str(tmp_path / "hub-data"),
+        "link_tokens": ["link-secret-1"],
+        "groups": [
+            {"id": "grp", "name": "Ops", "driver": "Helper", "bots": ["Helper", "Mantis"],
+             "auto_join": True},
+        ],
+        "handshake_timeout_seconds": 2,
+        "request_timeout_seconds": 2,
+        "abort_ack_wait_seconds": 0.5,
+    }
+    data.update(overrides)
+    return HubConfig.model_validate(data)
+
+
+class TestBot:
+    """A bot that records what it is sent; `reply` (text -> text) makes it answer finals."""
+
+    __test__ = False
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.conn = Connection(ws, on_request=self._on_request, name="test-bot")
+        self.sends: asyncio.Queue[Request] = asyncio.Queue()
+        self.injects: asyncio.Queue[Request] = asyncio.Queue()
+        self.aborts: asyncio.Queue[Request] = asyncio.Queue()
+        self.reply: Callable[[str], str | None] | None = None
+        self.routing: dict[str, Any] | None = None
+        self.ack_delay = 0.0
+        self.payload: dict[str, Any] = {}
+        self._runs = itertools.count(1)
+        self._task = asyncio.create_task(self.conn.run())
+
+    @classmethod
+    async def open(cls, http: aiohttp.ClientSession, hub: Hub) -> TestBot:
+        return cls(await http.ws_connect(hub.url + "/ws/bot"))
+
+    @classmethod
+    async def connect(cls, http: aiohttp.ClientSession, hub: Hub, **params: Any) -> TestBot:
+        bot = await cls.open(http, hub)
+        params.setdefault("protocol_version", 3)
+        bot.payload = await bot.conn.request("bot.connect", params)
+        return bot
+
+    @property
+    def uuid(self) -> str:
+        return str(self.payload["bot_uuid"])
+
+    @property
+    def token(self) -> str:
+        return str(self.payload["token"])
+
+    async def _on_request(self, req: Request) -> dict[str, Any]:
+        if req.method == "chat.send":
+            run_id = f"run-{next(self._runs)}"
+            await self.sends.put(req)
+            if self.ack_delay:
+                await asyncio.sleep(self.ack_delay)
+            if self.reply is not None:
+                text = req.params["message"]["content"][0]["text"]
+                answer = self.reply(text)
+                if answer is not None:
+                    asyncio.get_running_loop().call_soon(
+                        lambda: asyncio.ensure_future(self.final(run_id, answer, self.routing))
+                    )
+            return {"run_id": run_id}
+        if req.method == "chat.inject":
+            await self.injects.put(req)
+            return {}
+        if req.method == "chat.abort":
+            await self.aborts.put(req)
+            return {"aborted": True, "aborted_run_ids": [req.params["run_id"]]}
+        raise BcnError("unknown_method", req.method)
+
+    async def event(self, run_id: str, state: str, text: str = "", **extra: Any) -> None:
+        payload = {"run_id": run_id, "bcs_group_id": "grp", "state": state,
+                   "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
+                               "timestamp": 1}, **extra}
+        await self.conn.send_event("chat.event", payload)
+
+    async def final(self, run_id: str, text: str, routing: dict[str, Any] | None = None) -> None:
+        extra = {"routing": routing} if routing else {}
+        await self.event(run_id, "final", text, **extra)
+
+    async def close(self) -> None:
+        await self.conn.close()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def closed_by_hub(self, timeout: float = WAIT) -> bool:
+        await asyncio.wait_for(asyncio.shield(self._task), timeout)
+        return True
+
+
+def binding(conversation: str = "room-1", **extra: Any) -> dict[str, Any]:
+    return {"channel_type": "webchat", "account_ref": "main", "conversation_id": conversation,
+            "group_id": "grp", **extra}
+
+
+class TestLink:
+    """A channel link that records `channel.deliver`s; `hold` keeps them un-acked."""
+
+    __test__ = False
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self.ws = ws
+        self.conn = Connection(ws, on_request=self._on_request, on_event=self._on_event,
+                               name="test-link")
+        self.delivers: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        self.events: asyncio.Queue[Event] = asyncio.Queue()
+        self.hold = False
+        self.answer_error: BcnError | None = None
+        self.payload: dict[str, Any] = {}
+        self._released = asyncio.Event()
+        self._task = asyncio.create_task(self.conn.run())
+
+    @classmethod
+    async def open(cls, http: aiohttp.ClientSession, hub: Hub) -> TestLink:
+        return cls(await http.ws_connect(hub.url + "/ws/channel"))
+
+    @classmethod
+    async def connect(
+        cls, http: aiohttp.ClientSession, hub: Hub, *bindings: dict[str, Any], **params: Any
+    ) -> TestLink:
+        link = await cls.open(http, hub)
+        params.setdefault("token", "link-secret-1")
+        params.setdefault("protocol_version", 1)
+        params["bindings"] = list(bindings) or [binding()]
+        link.payload = await link.conn.request("channel.connect", params)
+        return link
+
+    @property
+    def binding_id(self) -> str:
+        return str(self.payload["bindings"][0]["binding_id"])
+
+    async def _on_request(self, req: Request) -> dict[str, Any]:
+        if req.method != "channel.deliver":
+            raise BcnError("unknown_method", req.method)
+        await self.delivers.put(req.params)
+        if self.hold:
+            await self._released.wait()
+        if self.answer_error is not None:
+            raise self.answer_error
+        return {}
+
+    async def _on_event(self, event: Event) -> None:
+        await self.events.put(event)
+
+    async def inbound(self, text: str, msg_id: str | None = None, **params: Any) -> dict[str, Any]:
+        params.setdefault("binding_id", self.binding_id)
+        params.setdefault("sender", {"user_id": "u-alice", "name": "alice", "is_bot": False})
+        return await self.conn.request(
+            "channel.inbound", {"text": text, "msg_id": msg_id or f"m-{id(text)}", **params}
+        )
+
+    async def deliveries_until_final(self) -> list[dict[str, Any]]:
+        out = []
+        while True:
+            item = await next_item(self.delivers)
+            out.append(item)
+            if item["kind"] in ("final", "error", "aborted"):
+                return out
+
+    async def close(self) -> None:
+        await self.conn.close()
+        await asyncio.gather(self._task, return_exceptions=True)

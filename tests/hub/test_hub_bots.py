@@ -1,0 +1,161 @@
+"""`/ws/bot` over real sockets: handshakes, heartbeats, replacement, persistence, versions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import aiohttp
+import pytest
+from hub_clients import TestBot, TestLink, hub_config, next_item
+
+from bridge.bcn import BcnError
+from bridge.hub import Hub
+
+
+async def test_new_bot_gets_token_uuid_and_env(http: aiohttp.ClientSession, hub: Hub) -> None:
+    bot = await TestBot.connect(http, hub, name="Helper", protocol_version=3)
+    p = bot.payload
+    assert p["is_new"] is True
+    assert p["token"].startswith("tok-") and p["bot_uuid"].startswith("bot-")
+    assert p["env"] == {"BCN_BOT_UUID": p["bot_uuid"], "BCN_BOT_TOKEN": p["token"]}
+    assert (p["protocol_version"], p["min_supported_version"]) == (3, 1)
+    assert p["name"] == "Helper"
+    assert "deprecation" not in p
+
+
+async def test_reconnect_with_token_restores_identity(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    first = await TestBot.connect(http, hub, name="Helper")
+    await first.close()
+    again = await TestBot.connect(http, hub, token=first.token)
+    assert again.payload["is_new"] is False
+    assert again.uuid == first.uuid and again.payload["name"] == "Helper"
+    assert again.payload["token"] == first.token
+
+
+async def test_unknown_token_is_unauthorized_and_closed(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    bot = await TestBot.open(http, hub)
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.connect", {"token": "tok-nobody", "protocol_version": 3})
+    assert caught.value.code == "unauthorized"
+    assert await bot.closed_by_hub()
+
+
+@pytest.mark.parametrize("version", [0, 4])
+async def test_version_outside_range_is_refused(
+    http: aiohttp.ClientSession, hub: Hub, version: int
+) -> None:
+    bot = await TestBot.open(http, hub)
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.connect", {"protocol_version": version})
+    assert caught.value.code == "unsupported_protocol_version"
+    assert await bot.closed_by_hub()
+
+
+async def test_omitted_version_is_v1_with_configured_deprecation(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    notice = {"message": "v1 goes away", "sunset_date": "2026-06-01"}
+    hub = await start_hub(deprecations={1: notice})  # type: ignore[operator]
+    bot = await TestBot.open(http, hub)
+    payload = await bot.conn.request("bot.connect", {})
+    assert payload["protocol_version"] == 1
+    assert payload["deprecation"] == notice
+
+
+async def test_first_frame_other_than_connect_is_unauthorized(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    bot = await TestBot.open(http, hub)
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.status", {})
+    assert caught.value.code == "unauthorized"
+    assert await bot.closed_by_hub()
+
+
+async def test_garbage_first_frame_is_unauthorized(http: aiohttp.ClientSession, hub: Hub) -> None:
+    ws = await http.ws_connect(hub.url + "/ws/bot")
+    await ws.send_str("{not json")
+    answer = await ws.receive_json(timeout=3)
+    assert answer["ok"] is False and answer["error"]["code"] == "unauthorized"
+    closing = await ws.receive(timeout=3)
+    assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+
+
+async def test_name_of_another_bot_is_refused(http: aiohttp.ClientSession, hub: Hub) -> None:
+    await TestBot.connect(http, hub, name="Helper")
+    bot = await TestBot.open(http, hub)
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.connect", {"name": "helper", "protocol_version": 3})
+    assert caught.value.code == "invalid_request" and "taken" in caught.value.message
+
+
+async def test_heartbeat_keeps_bot_online_and_silence_expires_it(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    hub = await start_hub(bot_ttl_seconds=0.3, sweep_interval_seconds=0.05)  # type: ignore[operator]
+    bot = await TestBot.connect(http, hub, name="Helper")
+    for _ in range(8):  # 0.4 s of heartbeats: longer than the TTL, still online
+        assert (await bot.conn.request("bot.status", {}))["status"] == "online"
+        await asyncio.sleep(0.05)
+    assert hub.health()["bots_online"] == 1
+    assert await bot.closed_by_hub()  # silence: expired and closed
+    assert hub.health()["bots_online"] == 0
+
+
+async def test_second_connection_replaces_the_first(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    link = await TestLink.connect(http, hub)
+    first = await TestBot.connect(http, hub, name="Helper")
+    second = await TestBot.connect(http, hub, token=first.token)
+    assert await first.closed_by_hub()
+    assert hub.health()["bots_online"] == 1
+    await link.inbound("hello", "m1")
+    send = await next_item(second.sends)
+    assert send.params["message"]["content"][0]["text"] == "hello"
+    assert first.sends.empty()
+
+
+async def test_registry_survives_restart(http: aiohttp.ClientSession, tmp_path: object) -> None:
+    config = hub_config(tmp_path)
+    async with Hub(config) as hub:
+        bot = await TestBot.connect(http, hub, name="Mantis")
+        await bot.close()
+    async with Hub(config) as hub:
+        again = await TestBot.connect(http, hub, token=bot.token)
+        assert again.uuid == bot.uuid and again.payload["is_new"] is False
+        members = hub.state.groups.get("grp").members  # type: ignore[union-attr]
+        assert bot.uuid in members
+
+
+async def test_pre_provisioned_bot_keeps_fixed_name(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    hub = await start_hub(bots=[{"name": "Helper", "token": "helper-token-123"}])  # type: ignore[operator]
+    bot = await TestBot.connect(http, hub, token="helper-token-123")
+    assert bot.payload["name"] == "Helper" and bot.payload["is_new"] is False
+    squatter = await TestBot.open(http, hub)
+    with pytest.raises(BcnError):
+        await squatter.conn.request("bot.connect", {"name": "Helper"})
+
+
+async def test_tokens_are_stored_hashed(http: aiohttp.ClientSession, hub: Hub) -> None:
+    bot = await TestBot.connect(http, hub, name="Helper")
+    raw = (hub.config.data_dir / "hub.db").read_bytes()
+    wal = hub.config.data_dir / "hub.db-wal"
+    raw += wal.read_bytes() if wal.exists() else b""
+    assert bot.token.encode() not in raw
+
+
+async def test_unknown_bot_method_is_answered(http: aiohttp.ClientSession, hub: Hub) -> None:
+    bot = await TestBot.connect(http, hub, name="Helper")
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.dance", {})
+    assert caught.value.code == "unknown_method"
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.connect", {})
+    assert caught.value.code == "invalid_request"
