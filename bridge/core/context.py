@@ -7,6 +7,7 @@ One object, built once by the `Relay`, so pipeline steps stay small functions of
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -15,7 +16,7 @@ from typing import Any
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.link import LinkClient
-from bridge.core.loop_guard import LoopGuardState
+from bridge.core.loop_guard import LoopGuardState, Verdict
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.render import render_parts
@@ -146,6 +147,18 @@ class RelayContext:
             await adapter.update_requests(lane.chat_id, items)
         except Exception:
             log.exception("could not update the request panel of %s", lane.key)
+
+    async def bot_turn(self, lane: Lane, binding: Binding) -> bool:
+        """Count one bot-authored message in the lane; False when the loop guard holds it."""
+        verdict = self.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
+        if verdict is Verdict.TRIPPED:
+            guard = binding.loop_guard
+            await self.notice(
+                lane, binding,
+                f"⏸️ Bot messages paused here: more than {guard.max_messages} in "
+                f"{guard.window_seconds:g}s without a human. Say something to resume.",
+            )
+        return verdict is Verdict.ALLOW
 
     async def notice(self, lane: Lane, binding: Binding, markdown: str) -> None:
         """A message from the bridge itself (command answers, timeouts, guards)."""

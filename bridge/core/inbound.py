@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import logging
 import re
-import time
 from dataclasses import asdict
 from typing import Any
 
 from bridge.core.binding import Binding
 from bridge.core.commands import Commands
 from bridge.core.context import RelayContext
-from bridge.core.loop_guard import Verdict
 from bridge.core.model import Inbound
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import (
@@ -67,7 +65,9 @@ class InboundPipeline:
             log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
             return
         lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
-        if not self._loop_guard_allows(msg, binding, lane):
+        if not msg.sender.is_bot:
+            ctx.loop_guard.human_spoke(lane.key)
+        elif not await ctx.bot_turn(lane, binding):
             return
         if await self.commands.handle(msg, binding, lane):
             return
@@ -91,13 +91,6 @@ class InboundPipeline:
             bot.casefold() in mentioned or f"@{bot.casefold()}" in text
             for bot in self.ctx.bot_names(binding.group)
         )
-
-    def _loop_guard_allows(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
-        if not msg.sender.is_bot:
-            self.ctx.loop_guard.human_spoke(lane.key)
-            return True
-        verdict = self.ctx.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
-        return verdict is Verdict.ALLOW
 
     # ------------------------------------------------------------------ CLARIFY answers
     async def _answer_clarify(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:

@@ -9,12 +9,10 @@ Returning normally means the output is durably queued, which is when the link ac
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
-from bridge.core.loop_guard import Verdict
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
@@ -71,24 +69,13 @@ class OutboundPipeline:
         streamed = ctx.runs.pop(run_id, "") if run_id else ""
         if kind == "final" and not text:
             text = streamed
-        if not await self._loop_guard_allows(lane, binding):
+        if not await ctx.bot_turn(lane, binding):
             return
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return
         await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
                        run_id=run_id, conversation=session, protocol=protocol)
-
-    async def _loop_guard_allows(self, lane: Lane, binding: Binding) -> bool:
-        verdict = self.ctx.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
-        if verdict is Verdict.TRIPPED:
-            guard = binding.loop_guard
-            await self.ctx.notice(
-                lane, binding,
-                f"⏸️ Bot replies paused here: more than {guard.max_messages} bot messages "
-                f"in {guard.window_seconds:g}s without a human. Say something to resume.",
-            )
-        return verdict is Verdict.ALLOW
 
     async def _middleware(
         self,

@@ -1,0 +1,129 @@
+"""From a `BridgeConfig` to a running bridge: hub (optional), store, web server, adapters,
+relay — started in dependency order and stopped in reverse.
+
+This is the only place that knows how the parts fit together; `bcn-bridge run`, the demo
+and the end-to-end tests all go through it.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from bridge.config.schema import BridgeConfig
+from bridge.core import registry
+from bridge.core.adapter import Adapter
+from bridge.core.context import CommandNames
+from bridge.core.link import LinkSettings
+from bridge.core.relay import Relay, utc_now
+from bridge.store import open_store
+from bridge.store.base import Store
+from bridge.web.server import WebServer
+
+log = logging.getLogger(__name__)
+
+
+class BridgeApp:
+    def __init__(
+        self,
+        config: BridgeConfig,
+        *,
+        clock: Callable[[], datetime] = utc_now,
+        sweep_interval: float = 15.0,
+        relay_options: dict[str, Any] | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.sweep_interval = sweep_interval
+        self.relay_options = relay_options or {}
+        self.hub: Any = None
+        self.store: Store | None = None
+        self.web: WebServer | None = None
+        self.relay: Relay | None = None
+        self.adapters: list[Adapter] = []
+
+    @property
+    def bcn_url(self) -> str:
+        if self.config.bcn.embedded:
+            assert self.hub is not None, "embedded BCN requested but no hub is running"
+            return str(self.hub.url)
+        return self.config.bcn.url
+
+    async def start(self) -> None:
+        config = self.config
+        link_token = config.bcn.token
+        if config.hub is not None:
+            from bridge.hub.server import Hub
+
+            hub_config = config.hub
+            if config.bcn.embedded and not link_token:
+                # The in-process link needs a credential too; mint one nobody else knows.
+                link_token = secrets.token_urlsafe(24)
+                hub_config = hub_config.model_copy(
+                    update={"link_tokens": [*hub_config.link_tokens, link_token]}
+                )
+            elif config.bcn.embedded and link_token not in hub_config.link_tokens:
+                hub_config = hub_config.model_copy(
+                    update={"link_tokens": [*hub_config.link_tokens, link_token]}
+                )
+            self.hub = Hub(hub_config)
+            await self.hub.start()
+        self.store = await open_store(config.store)
+        names = config.commands
+        self.relay = Relay(
+            store=self.store,
+            bindings=list(config.bindings),
+            link=LinkSettings(
+                url=self.bcn_url,
+                token=link_token or "",
+                link_name=config.bcn.link_name,
+                heartbeat_interval=config.bcn.heartbeat_interval,
+                request_timeout=config.bcn.request_timeout,
+                connect_timeout=config.bcn.connect_timeout,
+                wait_for_link=config.bcn.wait_for_link,
+            ),
+            clock=self.clock,
+            commands=CommandNames(
+                ask=names.ask, requests=names.requests, stop=names.stop, new=names.new
+            ),
+            sweep_interval=self.sweep_interval,
+            **self.relay_options,
+        )
+        if config.web.enabled:
+            self.web = WebServer(config.web.listen)
+        for channel_type, accounts in config.accounts.items():
+            adapter_cls = registry.adapter_class(channel_type)
+            for name, account_config in accounts.items():
+                adapter = adapter_cls(name, account_config, self.relay.accept, web=self.web)
+                self.adapters.append(adapter)
+                self.relay.add_adapter(adapter)
+        if self.web is not None:
+            await self.web.start()
+        await self.relay.start()
+        self._log_summary()
+
+    def _log_summary(self) -> None:
+        config = self.config
+        where = f"embedded hub at {self.bcn_url}" if config.bcn.embedded else config.bcn.url
+        log.info("bcn-bridge up — BCN: %s", where)
+        for adapter in self.adapters:
+            log.info("  account %s", adapter.channel)
+        for binding in config.bindings:
+            thread = f" thread {binding.thread}" if binding.thread else ""
+            log.info("  binding %s chat %s%s → group %s", binding.channel, binding.chat,
+                     thread, binding.group)
+        if self.web is not None:
+            log.info("  web server on %s", self.web.url)
+
+    async def stop(self) -> None:
+        if self.relay is not None:
+            await self.relay.stop()
+        if self.web is not None:
+            await self.web.stop()
+        if self.store is not None:
+            await self.store.close()
+        if self.hub is not None:
+            await self.hub.stop()

@@ -1,0 +1,141 @@
+"""The relay end to end: chat → bridge → hub → example bots → bridge → chat, over sockets."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+from bridge.protocol import build_request, parse
+from conftest import WAIT, texts
+
+
+def finals_from(messages, sender):  # type: ignore[no-untyped-def]
+    return [m for m in messages if m.sender == sender and m.kind == "final"]
+
+
+async def test_human_message_reaches_the_driver_and_the_reply_streams_back(start_system):
+    system = await start_system()
+    await system.chat_adapter.say("room", "hello there brave new world")
+    reply = await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    assert reply[0].text == "hello there brave new world"
+    # The reply streamed: it was posted as a delta preview first and then edited in place.
+    assert reply[0].edits >= 1
+    assert len([m for m in system.chat.messages if m.sender == "Echo"]) == 1
+
+
+async def test_ask_command_is_tracked_and_answered_with_a_response(start_system):
+    system = await start_system()
+    await system.chat_adapter.say("room", "/ask Rules what is 6*7")
+    answer = await system.wait_for(lambda ms: finals_from(ms, "Rules"))
+    response = parse(answer[0].text)
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Ada" and response.status == "done" and "42" in response.result
+    request_block = next(m for m in system.chat.messages if m.sender == "Ada")
+    request = parse(request_block.text)
+    assert request.type == "REQUEST" and request.request_id == response.request_id
+    assert answer[0].protocol["request_id"] == request.request_id
+    conv = await system.app.relay.tracker.get(request.request_id)
+    assert conv.status == "done"
+    assert [entry.type for entry in conv.history] == ["REQUEST", "RESPONSE"]
+
+
+async def test_clarify_is_answered_by_a_human_reply(start_system):
+    system = await start_system()
+    await system.chat_adapter.say("room", "/ask Rules weather")
+    clarify = await system.wait_for(lambda ms: finals_from(ms, "Rules"))
+    question = parse(clarify[0].text)
+    assert question.type == "CLARIFY" and question.to == "Ada"
+    conv = await system.app.relay.tracker.get(question.request_id)
+    assert conv.status == "clarifying"
+    # The human replies to the bot's question in the chat.
+    await system.chat_adapter.say("room", "Paris", reply_to=clarify[0].ref.message_id)
+    done = await system.wait_for(lambda ms: finals_from(ms, "Rules")[1:])
+    response = parse(done[0].text)
+    assert response.type == "RESPONSE" and response.request_id == question.request_id
+    assert response.status == "done" and "Paris" in response.result
+    conv = await system.app.relay.tracker.get(question.request_id)
+    assert conv.status == "done"
+    assert "ANSWER" in [entry.type for entry in conv.history]
+
+
+async def test_plain_reply_to_a_routed_request_is_wrapped_as_a_response(start_system):
+    system = await start_system(binding={"protocol": {"enabled": True, "deliver": "natural"}})
+    block = build_request(to="Echo", from_="Lotbot", task="say banana",
+                          request_id="lotbot-abc123", depth=(2, 5))
+    await system.chat_adapter.say("room", block, name="Lotbot", user_id="b-lot", is_bot=True)
+    answer = await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    response = parse(answer[0].text)
+    assert response.type == "RESPONSE" and response.to == "Lotbot"
+    assert response.request_id == "lotbot-abc123"
+    assert tuple(response.depth) == (3, 5)
+    # Echo got the request as plain language, and its plain echo came back as the Result.
+    assert "Lotbot asks you to: say banana" in response.result
+
+
+async def test_depth_limit_is_answered_by_the_bridge_not_forwarded(start_system):
+    system = await start_system()
+    block = build_request(to="Rules", from_="Lotbot", task="compute 1+1",
+                          request_id="lotbot-deep01", depth=(4, 5)).replace("4/5", "5/5")
+    await system.chat_adapter.say("room", block, name="Lotbot", user_id="b-lot", is_bot=True)
+    refusal = await system.wait_for(lambda ms: finals_from(ms, "bcn-bridge"))
+    response = parse(refusal[0].text)
+    assert response.type == "RESPONSE" and response.status == "failed"
+    assert response.request_id == "lotbot-deep01" and response.to == "Lotbot"
+    assert "Depth limit reached (5/5)" in response.result
+    conv = await system.app.relay.tracker.get("lotbot-deep01")
+    assert conv.status == "failed"
+    # Rules never answered: a marker message shows the chat went quiet for the bots.
+    await system.chat_adapter.say("room", "ping after the refusal")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    assert finals_from(system.chat.messages, "Rules") == []
+
+
+async def test_timeout_posts_a_notice_and_closes_the_request(start_system):
+    system = await start_system()
+    block = build_request(to="Ghost", from_="Ada", task="anything", request_id="ada-ghost1")
+    await system.chat_adapter.say("room", block)
+    relay = system.app.relay
+    async with asyncio.timeout(WAIT):
+        while await relay.tracker.get("ada-ghost1") is None:
+            await asyncio.sleep(0.01)
+    assert await relay.sweep_once() == []  # not due yet
+    system.clock.advance(timedelta(minutes=31))
+    closed = await relay.sweep_once()
+    assert [conv.request_id for conv in closed] == ["ada-ghost1"]
+    notice = await system.wait_for(lambda ms: [m for m in ms if "timed out" in m.text])
+    assert "ada-ghost1" in notice[0].text and notice[0].sender == "bcn-bridge"
+    assert (await relay.tracker.get("ada-ghost1")).status == "timeout"
+
+
+async def test_loop_guard_pauses_bot_traffic_until_a_human_speaks(start_system):
+    system = await start_system(binding={"loop_guard": {"max_messages": 2, "window_seconds": 60}})
+    for n in range(4):
+        await system.chat_adapter.say("room", f"@Echo bot chatter {n}", name="Lotbot",
+                                      user_id="b-lot", is_bot=True, mentions=("Echo",))
+    notice = await system.wait_for(lambda ms: [m for m in ms if "paused" in m.text])
+    assert len(notice) == 1
+    await system.app.relay.outbox.wait_idle()
+    echoed = finals_from(system.chat.messages, "Echo")
+    assert len(echoed) <= 2
+    # A human speaks: bots may talk again.
+    await system.chat_adapter.say("room", "humans are back")
+    await system.wait_for(lambda ms: [m for m in finals_from(ms, "Echo")
+                                      if m.text == "humans are back"])
+
+
+async def test_duplicate_platform_message_is_relayed_once(start_system):
+    system = await start_system()
+    await system.chat_adapter.say("room", "only once please", message_id="dup-1")
+    await system.chat_adapter.say("room", "only once please", message_id="dup-1")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    await system.chat_adapter.say("room", "marker message")
+    await system.wait_for(lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "marker message"])
+    assert texts(finals_from(system.chat.messages, "Echo")) == ["only once please", "marker message"]
+
+
+async def test_require_mention_turns_unmentioned_messages_into_observation(start_system):
+    system = await start_system(binding={"require_mention": True})
+    await system.chat_adapter.say("room", "just talking among humans")
+    await system.chat_adapter.say("room", "@Echo now you", mentions=("Echo",))
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    assert texts(finals_from(system.chat.messages, "Echo")) == ["@Echo now you"]
