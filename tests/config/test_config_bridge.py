@@ -177,15 +177,10 @@ def test_bcn_url_shape(write_config) -> None:
     ]
 
 
-def test_link_token_must_be_accepted_by_the_embedded_hub(write_config) -> None:
-    path = write_config(
-        HUB + "  link_tokens: [right-token]\nbcn:\n  url: embedded\n  token: wrong-token\n"
-    )
-    problems = _problems(path)
-    assert problems == [
-        (8, "bcn.token", "is not one of hub.link_tokens, so the embedded hub would refuse the link")
-    ]
-    assert "wrong-token" not in str(problems) and "right-token" not in str(problems)
+def test_embedded_link_token_need_not_be_listed_in_the_hub(write_config) -> None:
+    """The bridge adds its own link token to the hub it starts (bridge.app)."""
+    path = write_config(HUB + "  link_tokens: [other]\nbcn:\n  url: embedded\n  token: mine\n")
+    assert load_config(path, environ={}).bcn.token == "mine"
 
 
 def test_binding_needs_a_configured_account(write_config, test_adapters) -> None:
