@@ -75,7 +75,9 @@ def _first_fenced_block(text: str) -> Block | None:
         closing = text.find(FENCE, start)
         end = closing if closing != -1 else len(text)
         block_end = closing + len(FENCE) if closing != -1 else end
-        block = _read_fenced(text[start:end], opening, block_end, closed=closing != -1)
+        block = None
+        if text.find("[", start, end) != -1:  # no header without a bracket
+            block = _read_fenced(text[start:end], opening, block_end, closed=closing != -1)
         if block is not None or closing == -1:
             return block
         opening = text.find(FENCE, block_end)
