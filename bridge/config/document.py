@@ -102,19 +102,15 @@ class _NodeReader:
         if id(node) in self._open:
             self._issues.append(self._doc.issue(loc, "recursive YAML alias is not supported"))
             return None
-        if isinstance(node, yaml.MappingNode):
-            self._open.add(id(node))
-            try:
+        if not isinstance(node, yaml.MappingNode | yaml.SequenceNode):
+            return self._scalar(node, loc)
+        self._open.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
                 return self._mapping(node, loc)
-            finally:
-                self._open.discard(id(node))
-        if isinstance(node, yaml.SequenceNode):
-            self._open.add(id(node))
-            try:
-                return self._sequence(node, loc)
-            finally:
-                self._open.discard(id(node))
-        return self._scalar(node, loc)
+            return self._sequence(node, loc)
+        finally:
+            self._open.discard(id(node))
 
     def _mapping(self, node: yaml.MappingNode, loc: Loc) -> dict[Any, Any]:
         try:

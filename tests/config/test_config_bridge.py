@@ -23,6 +23,10 @@ hub:
 """
 
 
+HUB_WITH_ACCOUNT = HUB + "\naccounts:\n  testchat: {main: {token: x}}\nbindings:\n"
+"""The hub above, the account `testchat:main`, and the start of a `bindings:` list."""
+
+
 def _problems(
     path: Path, environ: dict[str, str] | None = None
 ) -> list[tuple[int | None, str, str]]:
@@ -185,11 +189,8 @@ def test_embedded_link_token_need_not_be_listed_in_the_hub(write_config) -> None
 
 def test_binding_needs_a_configured_account(write_config, test_adapters) -> None:
     path = write_config(
-        HUB
-        + """
-accounts:
-  testchat: {main: {token: x}}
-bindings:
+        HUB_WITH_ACCOUNT
+        + """\
   - {channel: "testchat:mian", chat: c, group: ops}
   - {channel: "otherchat:main", chat: c, group: ops}
 """
@@ -212,11 +213,8 @@ bindings:
 
 def test_binding_group_must_exist_in_the_embedded_hub(write_config, test_adapters) -> None:
     path = write_config(
-        HUB
-        + """
-accounts:
-  testchat: {main: {token: x}}
-bindings:
+        HUB_WITH_ACCOUNT
+        + """\
   - {channel: "testchat:main", chat: c, group: opps}
 """
     )
@@ -244,11 +242,8 @@ def test_remote_bcn_groups_are_not_checked_here(write_config, test_adapters) -> 
 
 def test_duplicate_bindings(write_config, test_adapters) -> None:
     path = write_config(
-        HUB
-        + """
-accounts:
-  testchat: {main: {token: x}}
-bindings:
+        HUB_WITH_ACCOUNT
+        + """\
   - {channel: "testchat:main", chat: c, group: ops}
   - {channel: "testchat:main", chat: c, thread: t1, group: ops}
   - {channel: "testchat:main", chat: c, group: demo}
