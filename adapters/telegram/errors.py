@@ -8,6 +8,7 @@ it as plain text instead) and an edit that changes nothing.
 
 from __future__ import annotations
 
+import warnings
 from datetime import timedelta
 
 from telegram.error import (
@@ -20,6 +21,7 @@ from telegram.error import (
     TelegramError,
     TimedOut,
 )
+from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram.redaction import redact
 from bridge.core.adapter import PermanentSendError, SendError, TransientSendError
@@ -36,7 +38,10 @@ def is_not_modified(exc: TelegramError) -> bool:
 
 
 def retry_after_seconds(exc: RetryAfter) -> float:
-    wait = exc.retry_after
+    """Seconds to wait; PTB 22 warns that `retry_after` turns from int into timedelta."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PTBDeprecationWarning)
+        wait = exc.retry_after
     return wait.total_seconds() if isinstance(wait, timedelta) else float(wait)
 
 

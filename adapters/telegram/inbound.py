@@ -41,7 +41,7 @@ def chat_message(update: Update) -> ChatMessage | None:
 
 def display_name(user: User) -> str:
     """First and last name as people see them; the @username when there is no name."""
-    name = user.full_name.strip()
+    name = (user.full_name or "").strip()
     if name:
         return name
     return f"@{user.username}" if user.username else str(user.id)
