@@ -119,11 +119,14 @@ class BridgeApp:
             log.info("  web server on %s", self.web.url)
 
     async def stop(self) -> None:
-        if self.relay is not None:
-            await self.relay.stop()
-        if self.web is not None:
-            await self.web.stop()
-        if self.store is not None:
-            await self.store.close()
-        if self.hub is not None:
-            await self.hub.stop()
+        """Stop everything that was started, in reverse; calling it twice is harmless."""
+        relay, web, store, hub = self.relay, self.web, self.store, self.hub
+        self.relay = self.web = self.store = self.hub = None
+        if relay is not None:
+            await relay.stop()
+        if web is not None:
+            await web.stop()
+        if store is not None:
+            await store.close()
+        if hub is not None:
+            await hub.stop()

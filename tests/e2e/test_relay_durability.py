@@ -1,0 +1,107 @@
+"""Nothing lost, nothing doubled: platform outages, bridge restarts and a dropped hub link."""
+
+from __future__ import annotations
+
+import asyncio
+
+from bridge.bcn.bot import Bot, IncomingMessage, Run
+from conftest import WAIT, texts
+from recording_adapter import RecordingAdapter
+
+
+async def test_platform_outage_delays_but_keeps_order(start_system):
+    system = await start_system(stream=False)
+    system.chat_adapter.down = True
+    for n in range(3):
+        await system.chat_adapter.say("room", f"message number {n}")
+    async with asyncio.timeout(WAIT):
+        while system.app.relay.outbox.pending_count() < 3:
+            await asyncio.sleep(0.01)
+    assert system.chat.messages == []
+    system.chat_adapter.down = False
+    await system.wait_for(lambda ms: len(ms) == 3)
+    assert texts(system.chat.messages) == [f"message number {n}" for n in range(3)]
+
+
+async def test_restart_with_outputs_queued_delivers_them_once(start_system):
+    first = await start_system(stream=False)
+    first.chat_adapter.down = True
+    for n in range(3):
+        await first.chat_adapter.say("room", f"queued {n}")
+    async with asyncio.timeout(WAIT):
+        while first.app.relay.outbox.pending_count() < 3:
+            await asyncio.sleep(0.01)
+    for bot in first.bots:
+        await bot.stop()
+    first.bots = []
+    await first.app.stop()
+
+    second = await start_system(bots=False)
+    await second.wait_for(lambda ms: len(ms) == 3)
+    await second.app.relay.outbox.wait_idle()
+    assert texts(second.chat.messages) == [f"queued {n}" for n in range(3)]
+    # The hub's un-acked replays (if any) are recognised by event id and not posted again.
+    await asyncio.sleep(0.2)
+    assert len(second.chat.messages) == 3
+
+
+async def test_link_dropped_mid_reply_loses_and_doubles_nothing(start_system):
+    system = await start_system(bots=False)
+    release = asyncio.Event()
+    slow = Bot(f"{system.app.bcn_url}/ws/bot", name="Echo")
+
+    @slow.on_message
+    async def stream(msg: IncomingMessage, run: Run) -> None:
+        await run.delta("first half, ")
+        await release.wait()
+        await run.delta("second half")
+        await run.final("first half, second half")
+
+    await slow.start(timeout=WAIT)
+    system.bots = [slow]
+    await system.wait_for_bots("Echo")
+    await system.chat_adapter.say("room", "tell me in two halves")
+    await system.wait_for(lambda ms: [m for m in ms if m.sender == "Echo"])
+    link = system.app.relay.link
+    connects = link.connects
+    await link.drop()
+    release.set()
+    async with asyncio.timeout(WAIT):
+        while link.connects == connects:
+            await asyncio.sleep(0.01)
+    done = await system.wait_for(
+        lambda ms: [m for m in ms if m.sender == "Echo" and m.kind == "final"]
+    )
+    assert done[0].text == "first half, second half"
+    await system.app.relay.outbox.wait_idle()
+    assert len([m for m in system.chat.messages if m.sender == "Echo"]) == 1
+
+
+async def test_identity_forwarding_as_seen_by_a_bot(start_system, tmp_path):
+    for forwarding in (True, False):
+        RecordingAdapter.chats.clear()
+        system = await start_system(bots=False, binding={"identity_forwarding": forwarding})
+        seen: list[IncomingMessage] = []
+        spy = Bot(f"{system.app.bcn_url}/ws/bot", name="Echo", token_file=tmp_path / "spy.token")
+
+        @spy.on_message
+        async def record(msg: IncomingMessage, run: Run) -> str:
+            seen.append(msg)
+            return "noted"
+
+        await spy.start(timeout=WAIT)
+        system.bots = [spy]
+        await system.wait_for_bots("Echo")
+        await system.chat_adapter.say("room", "who am I?", name="Ada Lovelace", user_id="u-42")
+        await system.wait_for(lambda ms: [m for m in ms if m.text == "noted"])
+        channel = seen[0].channel
+        if forwarding:
+            assert channel.identity_forwarding is True
+            assert channel.user_id == "u-42" and channel.actor_name == "Ada Lovelace"
+        else:
+            assert not channel.identity_forwarding
+            assert channel.user_id and channel.user_id != "u-42"
+            assert channel.actor_name != "Ada Lovelace"
+        await spy.stop()
+        system.bots = []
+        await system.app.stop()
