@@ -38,6 +38,8 @@ def load_section(
     top = top_level(doc)
     if section not in top:
         raise ConfigError.single(doc.file, f"missing section '{section}:'", line=1)
+    if top[section] is None:
+        top[section] = {}  # `hub:` with nothing under it means all defaults
     model, issues = validate_at(doc, (section,), model_cls, environ=environ)
     if issues or model is None:
         raise ConfigError(issues)

@@ -74,8 +74,13 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         for key in top
         if not _is_section_key(key)
     ]
+    for key in [key for key in SECTIONS if key in top and top[key] is None]:
+        if key in ("hub", "accounts"):
+            top[key] = {}  # `hub:` alone: present, with all defaults
+        else:
+            del top[key]  # an empty section means its defaults
     hub: HubConfig | None = None
-    if top.get("hub") is not None:
+    if "hub" in top:
         hub, hub_issues = validate_at(doc, ("hub",), HubConfig, environ=environ)
         issues += hub_issues
     accounts, declared, account_issues = _load_accounts(doc, environ)

@@ -323,3 +323,10 @@ def test_hub_errors_are_located_too(write_config) -> None:
 def test_bridge_config_is_a_plain_model() -> None:
     config = BridgeConfig(hub=HubConfig(), bindings=[])
     assert config.bcn.embedded and config.web.enabled
+
+
+def test_empty_sections_mean_defaults(write_config) -> None:
+    path = write_config("hub:\nweb:\ncommands:\nbindings:\n")
+    config = load_config(path, environ={})
+    assert config.hub == HubConfig()
+    assert config.web.listen == "127.0.0.1:8080" and config.bindings == []
