@@ -139,3 +139,49 @@ async def test_require_mention_turns_unmentioned_messages_into_observation(start
     await system.chat_adapter.say("room", "@Echo now you", mentions=("Echo",))
     await system.wait_for(lambda ms: finals_from(ms, "Echo"))
     assert texts(finals_from(system.chat.messages, "Echo")) == ["@Echo now you"]
+
+
+async def test_stop_aborts_the_running_reply(start_system):
+    from bridge.bcn.bot import Bot, IncomingMessage, Run
+
+    system = await start_system(bots=False)
+    started = asyncio.Event()
+    slow = Bot(f"{system.app.bcn_url}/ws/bot", name="Echo")
+
+    @slow.on_message
+    async def hang(msg: IncomingMessage, run: Run) -> None:
+        await run.delta("thinking")
+        started.set()
+        await asyncio.sleep(60)
+
+    await slow.start(timeout=WAIT)
+    system.bots = [slow]
+    await system.wait_for_bots("Echo")
+    await system.chat_adapter.say("room", "take your time")
+    async with asyncio.timeout(WAIT):
+        await started.wait()
+    await system.chat_adapter.say("room", "/stop")
+    notice = await system.wait_for(lambda ms: [m for m in ms if m.text.startswith("Stopped")])
+    assert notice[0].text == "Stopped 1 running reply."
+    stopped = await system.wait_for(lambda ms: [m for m in ms if "stopped" in m.text
+                                                and m.sender == "Echo"])
+    assert stopped
+
+
+async def test_new_starts_a_fresh_session_and_unknown_commands_get_help(start_system):
+    system = await start_system()
+    await system.chat_adapter.say("room", "first session")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    relay = system.app.relay
+    first = relay.ctx.sessions["testchat:main|room|"]
+    assert first.startswith("demo:channel_testchat_")
+    await system.chat_adapter.say("room", "/new")
+    await system.wait_for(lambda ms: [m for m in ms if "fresh conversation" in m.text])
+    await system.chat_adapter.say("room", "second session")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo")[1:])
+    assert relay.ctx.sessions["testchat:main|room|"] != first
+    await system.chat_adapter.say("room", "/frobnicate now")
+    help_text = await system.wait_for(lambda ms: [m for m in ms if "Unknown command" in m.text])
+    assert "/ask <Bot> <task>" in help_text[0].text
+    await system.chat_adapter.say("room", "/requests")
+    await system.wait_for(lambda ms: [m for m in ms if "No open requests" in m.text])
