@@ -126,8 +126,7 @@
   // ---- protocol cards and the request panel --------------------------------------------
 
   function badge(text, className) {
-    const node = el("span", `badge ${className}`, text);
-    return node;
+    return el("span", `badge ${className}`, text);
   }
 
   function protocolCard(protocol) {
@@ -220,11 +219,23 @@
     const body = el("div", "message-body");
     if (typeof message.html === "string") {
       body.innerHTML = message.html; // rendered and sanitized by the bridge core
+      if (message.protocol) foldProtocolText(body);
     } else {
       body.textContent = listText(message.text);
     }
     item.append(body);
     return item;
+  }
+
+  // The card already shows the block's fields; its canonical text (what bots outside the
+  // bridge parse) stays one click away.
+  function foldProtocolText(body) {
+    for (const block of body.querySelectorAll("pre.protocol")) {
+      const details = el("details", "protocol-text");
+      details.append(el("summary", "", "Protocol text"));
+      block.replaceWith(details);
+      details.append(block);
+    }
   }
 
   function findMessage(id) {
