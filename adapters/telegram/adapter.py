@@ -103,10 +103,10 @@ class TelegramAdapter(Adapter):
 
     async def start(self) -> None:
         config = self.settings
-        protect_tokens(
-            config.token.get_secret_value(),
-            *(token.get_secret_value() for token in config.puppets.values()),
-        )
+        secrets = [config.token, *config.puppets.values()]
+        if config.secret_token is not None:
+            secrets.append(config.secret_token)
+        protect_tokens(*(secret.get_secret_value() for secret in secrets))
         app = self._build_application()
         app.add_handler(TypeHandler(Update, self._on_update))
         app.add_error_handler(self._on_handler_error)
