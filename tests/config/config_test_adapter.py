@@ -9,9 +9,6 @@ from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr
 
-from adapters.telegram.config import TelegramAccountConfig
-from adapters.webchat.config import WebchatAccount
-
 
 class TestChatAccount(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -37,15 +34,3 @@ class KeepsFileAccount(BaseModel):
 class KeepsFileAdapter:
     channel_type: ClassVar[str] = "keepsfile"
     config_model: ClassVar[type[BaseModel]] = KeepsFileAccount
-
-
-class TelegramAccountOnly:
-    """The Telegram adapter's real account model, for when its adapter class is not in."""
-
-    config_model: ClassVar[type[BaseModel]] = TelegramAccountConfig
-
-
-class WebchatAccountOnly:
-    """The webchat adapter's real account model, for when its adapter class is not in."""
-
-    config_model: ClassVar[type[BaseModel]] = WebchatAccount

@@ -35,27 +35,3 @@ def test_adapters(monkeypatch: pytest.MonkeyPatch) -> None:
     """Register the `testchat` and `keepsfile` channel types."""
     monkeypatch.setitem(registry.ADAPTERS, "testchat", "config_test_adapter:TestChatAdapter")
     monkeypatch.setitem(registry.ADAPTERS, "keepsfile", "config_test_adapter:KeepsFileAdapter")
-
-
-ACCOUNT_ONLY_STAND_INS = {
-    "telegram": "config_test_adapter:TelegramAccountOnly",
-    "webchat": "config_test_adapter:WebchatAccountOnly",
-}
-"""Adapters whose class may not have landed yet, by a class carrying only their real model."""
-
-
-@pytest.fixture
-def real_account_models(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Make telegram and webchat accounts checkable with the adapters' own account models.
-
-    Returns the types that needed a stand-in; once every adapter imports, it is empty
-    and the shipped configs are loaded exactly as `bcn-bridge` would load them.
-    """
-    stood_in = []
-    for channel_type, stand_in in ACCOUNT_ONLY_STAND_INS.items():
-        try:
-            registry.account_config_model(channel_type)
-        except Exception:
-            monkeypatch.setitem(registry.ADAPTERS, channel_type, stand_in)
-            stood_in.append(channel_type)
-    return stood_in

@@ -35,7 +35,7 @@ def _problems(
     return [(i.line, i.path, i.message) for i in caught.value.issues]
 
 
-def test_demo_config_loads(real_account_models: list[str]) -> None:
+def test_demo_config_loads() -> None:
     config = load_config(REPO / "config" / "demo.yaml", environ={})
     assert isinstance(config.hub, HubConfig)
     assert config.bcn.embedded
@@ -54,7 +54,7 @@ def test_demo_config_loads(real_account_models: list[str]) -> None:
     ]
 
 
-def test_example_config_loads(real_account_models: list[str]) -> None:
+def test_example_config_loads() -> None:
     config = load_config(REPO / "config" / "example.yaml", environ=ENV)
     telegram = config.account("telegram:main")
     assert telegram.token.get_secret_value() == ENV["TELEGRAM_BOT_TOKEN"]

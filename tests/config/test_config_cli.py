@@ -24,9 +24,7 @@ def test_config_is_a_registered_command() -> None:
     assert '"bridge.cli.config"' in source
 
 
-def test_check_prints_a_summary_without_secrets(
-    real_account_models: list[str], monkeypatch: pytest.MonkeyPatch, capsys
-) -> None:
+def test_check_prints_a_summary_without_secrets(monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     for name, value in ENV.items():
         monkeypatch.setenv(name, value)
     assert bridge.cli.main(["config", "check", str(REPO / "config" / "example.yaml")]) == 0

@@ -15,7 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-def validator(real_account_models: list[str], test_adapters: None) -> jsonschema.Validator:
+def validator(test_adapters: None) -> jsonschema.Validator:
     schema = editor_schema()
     jsonschema.Draft202012Validator.check_schema(schema)
     return jsonschema.Draft202012Validator(schema)
