@@ -27,7 +27,9 @@ from bridge.protocol.syntax import FENCE, JS_WHITESPACE, is_field_line
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
 _ID_LENGTH = 6
 _NOT_ID_CHARACTER = re.compile(r"[^a-z0-9]")
-_BREAKS_A_KEY_LINE = frozenset("\r\u2028\u2029")
+_LINE_BREAK = re.compile("[\r\u2028\u2029]")
+_NEEDS_A_CLOSER_LOOK = re.compile("[\n\r\u2028\u2029`]")
+_SPACE_OR_FENCE = re.compile(f"[{re.escape(JS_WHITESPACE)}]|{FENCE}")
 _LINE_SEPARATORS = re.compile(r"\r\n?|[\u2028\u2029]")
 
 Field = tuple[str, str | None]
@@ -211,13 +213,23 @@ def build_broadcast(
 
 def _render(message_type: str, to: str, fields: Iterable[Field]) -> str:
     _check_target(to)
-    parts = [FENCE, "\n[", message_type, " → @", to, "]\n"]
-    for key, value in fields:
-        if value:
+    present = [(key, value) for key, value in fields if value]
+    if not _all_plain_lines(present):
+        for key, value in present:
             _check_value(key, value)
-            parts += (key, ": ", value, "\n")
+    parts = [FENCE, "\n[", message_type, " → @", to, "]\n"]
+    for key, value in present:
+        parts += (key, ": ", value, "\n")
     parts.append(FENCE)
     return "".join(parts)
+
+
+def _all_plain_lines(fields: list[tuple[str, str]]) -> bool:
+    """Fast path: single-line text values without backticks need no closer look."""
+    try:
+        return _NEEDS_A_CLOSER_LOOK.search("".join(value for _, value in fields)) is None
+    except TypeError:  # a non-text value; _check_value names it
+        return False
 
 
 def _require(message_type: str, fields: Iterable[tuple[str, str | None]]) -> None:
@@ -247,7 +259,7 @@ def _check_priority(priority: str | None) -> None:
 
 
 def _check_target(to: str) -> None:
-    if any(character in JS_WHITESPACE for character in to) or FENCE in to:
+    if _SPACE_OR_FENCE.search(to):
         raise ValueError(f"to must be a single bot name without spaces or ``` (got {to!r})")
 
 
@@ -257,8 +269,10 @@ def _check_value(key: str, value: str) -> None:
         raise ValueError(f"{key} must be text, got {type(value).__name__}")
     if FENCE in value:
         raise ValueError(f"{key} must not contain ``` (it would close the protocol block)")
+    if "\n" not in value and not _LINE_BREAK.search(value):
+        return  # the common single-line value
     first_line, *more_lines = value.split("\n")
-    if _BREAKS_A_KEY_LINE.intersection(first_line.lstrip(JS_WHITESPACE)):
+    if _LINE_BREAK.search(first_line.lstrip(JS_WHITESPACE)):
         raise ValueError(
             f"{key}: its first line must not contain CR, U+2028 or U+2029 "
             "(the field line would not be recognised); use escape_value()"
