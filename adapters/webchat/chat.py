@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.webchat.config import ROOM_NAME, WebchatAccount
+from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccount
 from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
 
@@ -77,7 +77,7 @@ class Webchat:
 
     def check_room(self, room: str) -> None:
         if not ROOM_NAME.match(room):
-            raise FrameError("bad_room", "room names are 1-64 letters, digits, '_', '.' or '-'")
+            raise FrameError("bad_room", ROOM_NAME_RULE)
         if not self.config.allows_room(room):
             raise FrameError("room_not_allowed", f"there is no room {room!r} on this webchat")
 

@@ -8,6 +8,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 ROOM_NAME = re.compile(r"^[\w.-]{1,64}$")
 """A room is a chat id in YAML bindings: letters, digits, `_`, `.`, `-`; at most 64."""
+ROOM_NAME_RULE = "room names are 1-64 letters, digits, '_', '.' or '-'"
+
+
+def valid_room_name(room: str) -> str:
+    if not ROOM_NAME.match(room):
+        raise ValueError(f"{ROOM_NAME_RULE}; {room[:80]!r} is not")
+    return room
 
 
 class WebchatAccount(BaseModel):
@@ -34,16 +41,13 @@ class WebchatAccount(BaseModel):
     @classmethod
     def _valid_rooms(cls, rooms: list[str] | None) -> list[str] | None:
         for room in rooms or ():
-            if not ROOM_NAME.match(room):
-                raise ValueError(f"room {room!r} must be 1-64 letters, digits, '_', '.' or '-'")
+            valid_room_name(room)
         return rooms
 
     @field_validator("default_room")
     @classmethod
     def _valid_default_room(cls, room: str) -> str:
-        if not ROOM_NAME.match(room):
-            raise ValueError(f"room {room!r} must be 1-64 letters, digits, '_', '.' or '-'")
-        return room
+        return valid_room_name(room)
 
     def allows_room(self, room: str) -> bool:
         return bool(ROOM_NAME.match(room)) and (self.rooms is None or room in self.rooms)

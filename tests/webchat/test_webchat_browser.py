@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from webchat_clients import OPEN_REQUEST
 
 from adapters.webchat import WebchatAccount, WebchatAdapter
 from bridge.core.binding import Binding
@@ -88,18 +89,7 @@ class Responder:
         assert self.adapter is not None
         await self.adapter.update_requests(
             inbound.chat_id,
-            [
-                {
-                    "request_id": "ada-1",
-                    "type": "REQUEST",
-                    "from": "Ada",
-                    "to": "Rules",
-                    "status": "open",
-                    "depth": {"current": 1, "max": 5},
-                    "task": "what is 2+2",
-                    "deadline": "2030-01-01T00:30:00+00:00",
-                }
-            ],
+            [OPEN_REQUEST],
         )
         ref = await self.adapter.send(self.outbound(inbound, "Let me", OutboundKind.DELTA))
         await self.adapter.edit(ref, self.outbound(inbound, "Let me think…", OutboundKind.DELTA))

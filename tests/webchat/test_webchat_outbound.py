@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from webchat_clients import OPEN_REQUEST
 
 from bridge.core.adapter import PermanentSendError
 from bridge.core.model import OutboundKind, PlatformRef
@@ -105,18 +106,7 @@ async def test_request_panel_updates_reach_the_room_and_new_joiners(connect, web
     ada, eve = await connect(), await connect()
     await ada.join("lobby", "Ada")
     await eve.join("kitchen", "Eve")
-    items = [
-        {
-            "request_id": "ada-123",
-            "type": "REQUEST",
-            "from": "Ada",
-            "to": "Rules",
-            "status": "open",
-            "depth": {"current": 1, "max": 5},
-            "task": "what is 2+2",
-            "deadline": "2030-01-01T00:30:00+00:00",
-        }
-    ]
+    items = [OPEN_REQUEST]
 
     await webchat.adapter.update_requests("lobby", items)
 

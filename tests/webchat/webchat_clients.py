@@ -14,6 +14,18 @@ FRAME_WAIT = 5.0
 
 _ids = itertools.count(1)
 
+OPEN_REQUEST: dict[str, Any] = {
+    "request_id": "ada-1",
+    "type": "REQUEST",
+    "from": "Ada",
+    "to": "Rules",
+    "status": "open",
+    "depth": {"current": 1, "max": 5},
+    "task": "what is 2+2",
+    "deadline": "2030-01-01T00:30:00+00:00",
+}
+"""A request-panel item as the core sends it."""
+
 
 class ChatClient:
     """One browser tab, speaking JSON frames over a real socket."""
