@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Iterable
+from typing import Any
 
 from bridge.protocol.depth import (
     DEFAULT_DEPTH,
@@ -73,21 +74,9 @@ def build_request(
 ) -> str:
     """Ask `to` to do `task`; a request id is generated from `from_` when none is given."""
     _require("REQUEST", (("to", to), ("from", from_), ("task", task)))
-    checked = _checked_depth(depth, "REQUEST", max_depth_cap)
-    _check_priority(priority)
-    return _render(
-        "REQUEST",
-        to,
-        [
-            ("From", from_),
-            ("OriginalFrom", original_from),
-            ("RequestId", request_id or generate_request_id(from_)),
-            ("Task", task),
-            ("Context", context),
-            ("Depth", str(checked)),
-            ("Callback", callback),
-            ("Priority", priority),
-        ],
+    return _render_task(
+        "REQUEST", to, from_, original_from, request_id or generate_request_id(from_), task,
+        context, _checked_depth(depth, "REQUEST", max_depth_cap), callback, priority,
     )
 
 
@@ -166,21 +155,9 @@ def build_handoff(
 ) -> str:
     """Pass request `request_id` on to `to`; `original_from` names who first asked."""
     _require("HANDOFF", (("to", to), ("from", from_), ("requestId", request_id), ("task", task)))
-    checked = _checked_depth(depth, "HANDOFF", max_depth_cap)
-    _check_priority(priority)
-    return _render(
-        "HANDOFF",
-        to,
-        [
-            ("From", from_),
-            ("OriginalFrom", original_from),
-            ("RequestId", request_id),
-            ("Task", task),
-            ("Context", context),
-            ("Depth", str(checked)),
-            ("Callback", callback),
-            ("Priority", priority),
-        ],
+    return _render_task(
+        "HANDOFF", to, from_, original_from, request_id, task, context,
+        _checked_depth(depth, "HANDOFF", max_depth_cap), callback, priority,
     )
 
 
@@ -207,6 +184,36 @@ def build_broadcast(
             ("Context", context),
             ("Expires", expires),
             ("Depth", str(checked)),
+        ],
+    )
+
+
+def _render_task(
+    message_type: str,
+    to: Any,
+    from_: Any,
+    original_from: str | None,
+    request_id: Any,
+    task: Any,
+    context: str | None,
+    depth: Depth,
+    callback: str | None,
+    priority: str | None,
+) -> str:
+    """REQUEST and HANDOFF share one layout (the reference's field order)."""
+    _check_priority(priority)
+    return _render(
+        message_type,
+        to,
+        [
+            ("From", from_),
+            ("OriginalFrom", original_from),
+            ("RequestId", request_id),
+            ("Task", task),
+            ("Context", context),
+            ("Depth", str(depth)),
+            ("Callback", callback),
+            ("Priority", priority),
         ],
     )
 
