@@ -18,6 +18,12 @@ from adapters.telegram.redaction import redact
 
 log = logging.getLogger(__name__)
 
+_POLL_TROUBLE = {
+    409: "HTTP 409: another process is polling with this bot token, or a webhook is set",
+    429: "HTTP 429: the Bot API asks to slow down",
+}
+"""Answers that keep polling from working although the server is up."""
+
 
 class PollingHealth:
     """Remembers whether polling is in an outage, so each outage is logged once."""
@@ -68,8 +74,8 @@ class PollingRequest(HTTPXRequest):
         except Exception as exc:
             self.health.failed(exc)
             raise
-        if code >= 500:
-            self.health.failed(TelegramError(f"HTTP {code} from the Bot API"))
+        if code in _POLL_TROUBLE or code >= 500:
+            self.health.failed(TelegramError(_POLL_TROUBLE.get(code, f"HTTP {code}")))
         else:
             self.health.succeeded()
         return code, payload
