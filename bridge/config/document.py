@@ -38,6 +38,9 @@ class Document:
         return ConfigIssue(file=self.file, line=self.line_of(loc), loc=tuple(loc), message=message)
 
 
+_TOO_DEEP = "the YAML is nested too deeply to be a config file"
+
+
 def read_document(path: str | Path) -> Document:
     """Load `path`; a missing file, unreadable file or YAML syntax error is a `ConfigError`."""
     file = str(path)
@@ -67,6 +70,8 @@ def parse_document(text: str, file: str = "<config>") -> Document:
         raise _syntax_error(file, exc) from None
     except yaml.YAMLError as exc:
         raise ConfigError.single(file, f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError.single(file, _TOO_DEEP) from None
     finally:
         loader.dispose()
     doc = Document(file=file, data=None, lines={(): 1})
@@ -74,7 +79,10 @@ def parse_document(text: str, file: str = "<config>") -> Document:
         doc.data = {}
         return doc
     issues: list[ConfigIssue] = []
-    doc.data = _NodeReader(loader, doc, issues).read(root, ())
+    try:
+        doc.data = _NodeReader(loader, doc, issues).read(root, ())
+    except RecursionError:
+        raise ConfigError.single(file, _TOO_DEEP) from None
     if issues:
         raise ConfigError(issues)
     return doc

@@ -5,10 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 from conftest import ENV
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pydantic import SecretStr
 
 from bridge.config import BridgeConfig, ConfigError, load_config
+from bridge.config.schema import SECTIONS
 from bridge.core import registry
 from bridge.core.binding import Binding
 from bridge.hub.config import HubConfig
@@ -330,3 +334,33 @@ def test_empty_sections_mean_defaults(write_config) -> None:
     config = load_config(path, environ={})
     assert config.hub == HubConfig()
     assert config.web.listen == "127.0.0.1:8080" and config.bindings == []
+
+
+_SCALARS = st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+_KEYS = st.sampled_from(
+    [*SECTIONS, "url", "token", "token_file", "main", "webchat", "testchat", "groups", "id",
+     "channel", "chat", "group", "listen", "x"]
+)  # fmt: skip
+_TREES = st.recursive(
+    _SCALARS,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_KEYS, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(tree=st.dictionaries(_KEYS, _TREES, max_size=5))
+def test_any_shape_of_file_is_loaded_or_refused_cleanly(write_config, test_adapters, tree) -> None:
+    path = write_config(yaml.safe_dump(tree))
+    try:
+        load_config(path, environ={})
+    except ConfigError as exc:
+        assert all(issue.message for issue in exc.issues)
+
+
+def test_absurdly_deep_nesting_is_refused_cleanly(write_config) -> None:
+    path = write_config("hub: " + "[" * 5000 + "]" * 5000 + "\n")
+    with pytest.raises(ConfigError):
+        load_config(path, environ={})
