@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import aiohttp
 import pytest
+from webchat_clients import open_client
 
 from adapters.webchat import WebchatAccount, WebchatAdapter
 from bridge.web.server import WebServer
@@ -122,3 +123,23 @@ def test_account_config_is_checked() -> None:
     assert WebchatAccount(rooms=["lobby"]).allows_room("lobby")
     assert not WebchatAccount(rooms=["lobby"]).allows_room("kitchen")
     assert WebchatAccount().allows_room("kitchen")
+
+
+async def test_stopping_the_web_server_closes_open_pages(start_webchat, http) -> None:
+    chat = await start_webchat()
+    client = await http.ws_connect(chat.ws_url)
+    assert (await client.receive_json(timeout=5))["type"] == "hello"
+    await chat.server.stop()
+    closing = await client.receive(timeout=5)
+    assert closing.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+    assert client.close_code == 1001
+
+
+async def test_history_can_be_switched_off(start_webchat, http) -> None:
+    chat = await start_webchat(history=0)
+    ada = await open_client(http, chat.ws_url)
+    await ada.join()
+    await ada.say("gone with the wind")
+    await ada.expect("message")
+    late = await open_client(http, chat.ws_url)
+    assert (await late.join())["history"] == []
