@@ -17,7 +17,9 @@ EXIT_INVALID = 2
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "config", help="check a config file or print its JSON Schema", description=__doc__
+        "config",
+        help="check a config file or print its JSON Schema",
+        description="Check a bcn-bridge config file, or print the JSON Schema of one.",
     )
     parser.set_defaults(handler=lambda _args: _usage(parser))
     commands = parser.add_subparsers(dest="config_command", metavar="ACTION")
