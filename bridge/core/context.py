@@ -57,6 +57,8 @@ class RelayContext:
     """lane key → the BCN channel session last used there (for `/stop`)."""
     loop_guard: LoopGuardState = field(default_factory=LoopGuardState)
     runs: dict[str, str] = field(default_factory=dict)
+    clarifying_lanes: set[str] = field(default_factory=set)
+    """Lanes that may hold a CLARIFY waiting for a human (saves a query per message)."""
     """run id → the text streamed so far (deltas are increments)."""
     _warned_unbound: set[str] = field(default_factory=set)
 
@@ -131,7 +133,9 @@ class RelayContext:
 
     async def track(self, parsed: Any, lane: Lane) -> None:
         """Track a protocol message seen in this lane and refresh the lane's request panel."""
-        await self.tracker.track(parsed, self.clock(), chat=lane.key)
+        conversation = await self.tracker.track(parsed, self.clock(), chat=lane.key)
+        if conversation.status == "clarifying":
+            self.clarifying_lanes.add(lane.key)
         await self.refresh_panel(lane)
 
     async def refresh_panel(self, lane: Lane) -> None:

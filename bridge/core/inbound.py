@@ -140,8 +140,13 @@ class InboundPipeline:
                 if conv is not None and conv.status == "clarifying":
                     return conv, msg.text
         # Without a reply: the one question in this chat addressed to this person.
+        if lane.key not in self.ctx.clarifying_lanes:
+            return None, ""
+        clarifying = await tracker.list(status="clarifying", chat=lane.key)
+        if not clarifying:
+            self.ctx.clarifying_lanes.discard(lane.key)
         waiting = [
-            conv for conv in await tracker.list(status="clarifying", chat=lane.key)
+            conv for conv in clarifying
             if conv.history and conv.history[-1].type == "CLARIFY"
             and conv.history[-1].to.casefold() == msg.sender.name.casefold()
         ]

@@ -164,7 +164,10 @@ class Outbox:
             if ref is None:
                 return
             item.sent[index] = ref.message_id
-            await self.store.record_part(item.id, index, ref.message_id)
+            if index + 1 < len(item.parts):
+                # Only a part with more to follow needs its own durable mark: the last
+                # one is covered by `complete`, one write later.
+                await self.store.record_part(item.id, index, ref.message_id)
             if self.on_sent is not None:
                 await self.on_sent(item, index, ref)
 

@@ -84,6 +84,9 @@ class Relay:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, wait_for_link: bool = False) -> None:
+        for conv in await self.ctx.tracker.list(status="clarifying"):
+            if conv.chat:
+                self.ctx.clarifying_lanes.add(conv.chat)
         await self.outbox.start()
         await self.link.start(wait=wait_for_link)
         for adapter in self.ctx.adapters.values():

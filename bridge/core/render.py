@@ -12,6 +12,10 @@ def render_parts(markdown: str, binding: Binding, capabilities: Capabilities) ->
     rendered = to_platform(
         markdown, capabilities.dialect, allow_everyone=binding.allow_everyone
     )
+    if 2 * len(rendered) <= capabilities.max_length:
+        # Fits however the platform counts (UTF-16 at most doubles the length): the
+        # common short reply skips the splitter altogether.
+        return [rendered]
     parts = split_for(rendered, capabilities.dialect, limit=capabilities.max_length)
     return parts or [rendered]
 
