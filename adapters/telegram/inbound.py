@@ -13,7 +13,7 @@ from telegram import Chat, Message, MessageEntity, Update, User
 
 from adapters.telegram.commands import address_command
 from bridge.core.model import Attachment, Inbound, Sender
-from bridge.text.convert import from_platform
+from bridge.text import from_platform
 
 CHANNEL_TYPE = "telegram"
 

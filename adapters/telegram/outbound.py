@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import html
 
-from bridge.text.convert import parse, render
+from bridge.text import parse, render
 from bridge.text.platforms import utf16_length
 
 TELEGRAM_MAX_TEXT = 4096

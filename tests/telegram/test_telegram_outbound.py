@@ -7,9 +7,10 @@ import logging
 import pytest
 from conftest import GROUP, PUPPET_TOKEN, TOKEN, MakeAdapter, outbound
 
-from adapters.telegram.outbound import MAX_TEXT, TELEGRAM_MAX_TEXT
+from adapters.telegram.outbound import MAX_TEXT, TELEGRAM_MAX_TEXT, visible_text
 from bridge.core.adapter import PermanentSendError, TransientSendError
 from bridge.core.model import OutboundKind, PlatformRef
+from bridge.text import split_for
 from tests.fakes.telegram import FakeTelegram
 
 
@@ -262,3 +263,26 @@ async def test_failed_command_registration_does_not_stop_start(
     adapter = await make_adapter()
 
     assert (await adapter.send(outbound("up"))).message_id
+
+
+async def test_long_reply_split_by_the_core_arrives_in_valid_parts(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    adapter = await make_adapter()
+    words = [f"<b>word{i}</b> &amp; <i>more {i}</i>" for i in range(400)]
+    rendered = " ".join(words)
+    assert len(visible_text(rendered)) > 6000
+
+    parts = split_for(rendered, "telegram", adapter.capabilities.max_length)
+    refs = [
+        await adapter.send(outbound(part, run_id="r1", part=n, parts=len(parts)))
+        for n, part in enumerate(parts, 1)
+    ]
+
+    assert len(parts) >= 2
+    assert all(call.params["parse_mode"] == "HTML" for call in fake.calls_to("sendMessage"))
+    shown = [fake.messages[(GROUP, int(ref.message_id))]["text"] for ref in refs]
+    assert all(text.startswith("Mantis\n") for text in shown)
+    assert all(len(text.encode("utf-16-le")) // 2 <= TELEGRAM_MAX_TEXT for text in shown)
+    joined = " ".join(text.removeprefix("Mantis\n").strip() for text in shown)
+    assert joined.split() == visible_text(rendered).split()
