@@ -20,7 +20,7 @@ from bridge.config.document import Document, read_document
 from bridge.config.errors import ConfigError, ConfigIssue
 from bridge.config.expand import FILE_SUFFIX
 from bridge.config.loader import top_level, validate_at
-from bridge.config.messages import did_you_mean, unknown_key_message
+from bridge.config.messages import describe_value, did_you_mean, unknown_key_message
 from bridge.config.sections import (
     DEFAULT_STORE,
     BcnSection,
@@ -115,9 +115,8 @@ def _load_accounts(
     if section is None:
         return {}, {}, []
     if not isinstance(section, dict):
-        message = "expected a mapping of channel types (e.g. 'telegram:'), got a list"
-        if not isinstance(section, list):
-            message = "expected a mapping of channel types (e.g. 'telegram:')"
+        got = describe_value(section, hidden=True)
+        message = f"expected a mapping of channel types (e.g. 'telegram:'), got {got}"
         return {}, {}, [doc.issue(("accounts",), message)]
     accounts: AccountConfigs = {}
     declared: dict[str, list[str]] = {}
@@ -127,7 +126,9 @@ def _load_accounts(
         if named is None:
             named = section[channel_type] = {}
         if not isinstance(named, dict):
-            issues.append(doc.issue(loc, "expected a mapping of account names (e.g. 'main:')"))
+            got = describe_value(named, hidden=True)
+            message = f"expected a mapping of account names (e.g. 'main:'), got {got}"
+            issues.append(doc.issue(loc, message))
             continue
         declared[channel_type] = list(named)
         model_cls, problem = _account_model(channel_type)

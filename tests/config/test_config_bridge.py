@@ -364,3 +364,19 @@ def test_absurdly_deep_nesting_is_refused_cleanly(write_config) -> None:
     path = write_config("hub: " + "[" * 5000 + "]" * 5000 + "\n")
     with pytest.raises(ConfigError):
         load_config(path, environ={})
+
+
+@pytest.mark.parametrize(
+    ("accounts", "line", "where", "message"),
+    [
+        ("[webchat]", 2, "accounts", "expected a mapping of channel types (e.g. 'telegram:'), "
+         "got a list"),
+        ("{testchat: [main]}", 2, "accounts.testchat", "expected a mapping of account names "
+         "(e.g. 'main:'), got a list"),
+        ("{testchat: {'bad name': {token: x}}}", 2, "accounts.testchat.bad name",
+         "an account name is 1-64 letters, digits, '_', '.' or '-'"),
+    ],
+)  # fmt: skip
+def test_accounts_shape(write_config, test_adapters, accounts, line, where, message) -> None:
+    path = write_config(f"bcn: {{url: 'ws://h', token: t}}\naccounts: {accounts}\n")
+    assert _problems(path) == [(line, where, message)]
