@@ -16,62 +16,22 @@ from typing import Any
 from aiohttp import web
 
 from bridge.bcn.connection import Connection
-from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
-from bridge.bcn.frames import Event, MalformedFrame, Request
+from bridge.bcn.errors import BcnError, ErrorCode
+from bridge.bcn.frames import Event, Request
 from bridge.hub.config import CURRENT_PROTOCOL_VERSION
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.groups import Group
+from bridge.hub.handshake import (
+    CLOSE_EXPIRED,
+    CLOSE_REPLACED,
+    accept,
+    refuse,
+    requested_version,
+)
 from bridge.hub.registry import NameTaken
 from bridge.hub.state import BotLink, HubState
 
 log = logging.getLogger(__name__)
-
-CLOSE_REPLACED = 4001
-CLOSE_EXPIRED = 4002
-CLOSE_REFUSED = 1008
-
-
-async def refuse(conn: Connection, req_id: str | None, error: BcnError) -> None:
-    """Answer a failed handshake and close: the peer has no business on this socket."""
-    try:
-        await conn.respond_error(req_id, error)
-    except ConnectionClosed:
-        pass
-    await conn.close(CLOSE_REFUSED, error.code)
-
-
-async def first_request(conn: Connection, method: str, timeout: float) -> Request | None:
-    """The handshake frame, or None after refusing whatever came instead."""
-    try:
-        frame = await conn.next_frame(timeout=timeout)
-    except (TimeoutError, ConnectionClosed):
-        await conn.close(CLOSE_REFUSED, "no handshake")
-        return None
-    except MalformedFrame as exc:
-        await refuse(conn, exc.req_id, BcnError(ErrorCode.UNAUTHORIZED,
-                                                f"the first frame must be {method}"))
-        return None
-    if not isinstance(frame, Request) or frame.method != method:
-        req_id = frame.id if isinstance(frame, Request) else None
-        await refuse(conn, req_id, BcnError(ErrorCode.UNAUTHORIZED,
-                                            f"the first frame must be {method}"))
-        return None
-    return frame
-
-
-def requested_version(params: dict[str, Any], *, default: int, lowest: int, newest: int) -> int:
-    version = params.get("protocol_version", default)
-    if version is None:
-        version = default
-    if not isinstance(version, int) or isinstance(version, bool):
-        raise BcnError(ErrorCode.INVALID_REQUEST, "protocol_version must be an integer")
-    if not lowest <= version <= newest:
-        raise BcnError(
-            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
-            f"protocol version {version} is not supported; this hub speaks {lowest} to {newest}",
-        )
-    return version
-
 
 class BotEndpoint:
     def __init__(self, state: HubState, dispatcher: Dispatcher) -> None:
@@ -79,11 +39,7 @@ class BotEndpoint:
         self.dispatcher = dispatcher
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(max_msg_size=8 * 1024 * 1024)
-        await ws.prepare(request)
-        config = self.state.config
-        conn = Connection(ws, name="hub-bot", request_timeout=config.request_timeout_seconds)
-        frame = await first_request(conn, "bot.connect", config.handshake_timeout_seconds)
+        ws, conn, frame = await accept(request, self.state.config, "hub-bot", "bot.connect")
         if frame is None:
             return ws
         try:

@@ -335,13 +335,18 @@ class Dispatcher:
         outbox.put(Delivery(event_id, params, loop_time))
 
     # ------------------------------------------------------------------ /stop
-    async def abort(self, params: dict[str, Any]) -> dict[str, Any]:
+    def session_of(self, params: dict[str, Any]) -> ChannelSession:
+        """The session a request names by `bcs_session_id`; `not_found` if there is none."""
         session_id = params.get("bcs_session_id")
         if not isinstance(session_id, str):
             raise invalid("bcs_session_id must be a string")
         session = self.state.sessions.get(session_id)
         if session is None:
             raise BcnError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
+        return session
+
+    async def abort(self, params: dict[str, Any]) -> dict[str, Any]:
+        session = self.session_of(params)
         run_id = params.get("run_id")
         if run_id is not None and not isinstance(run_id, str):
             raise invalid("run_id must be a string")

@@ -21,8 +21,8 @@ from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ErrorCode
 from bridge.bcn.frames import Request
 from bridge.hub.bindings import BindingError, BindingSpec, parse_binding, scope_key
-from bridge.hub.bots import CLOSE_EXPIRED, CLOSE_REPLACED, first_request, refuse, requested_version
 from bridge.hub.dispatch import Dispatcher, invalid
+from bridge.hub.handshake import CLOSE_EXPIRED, CLOSE_REPLACED, accept, refuse, requested_version
 from bridge.hub.state import HubState, LinkSession
 
 log = logging.getLogger(__name__)
@@ -37,11 +37,7 @@ class LinkEndpoint:
         self._tokens = [token.encode() for token in state.config.link_tokens]
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse(max_msg_size=8 * 1024 * 1024)
-        await ws.prepare(request)
-        config = self.state.config
-        conn = Connection(ws, name="hub-link", request_timeout=config.request_timeout_seconds)
-        frame = await first_request(conn, "channel.connect", config.handshake_timeout_seconds)
+        ws, conn, frame = await accept(request, self.state.config, "hub-link", "channel.connect")
         if frame is None:
             return ws
         try:
@@ -150,12 +146,7 @@ class LinkEndpoint:
         ]}
 
     def _history(self, params: dict[str, Any]) -> dict[str, Any]:
-        session_id = params.get("bcs_session_id")
-        if not isinstance(session_id, str):
-            raise invalid("bcs_session_id must be a string")
-        session = self.state.sessions.get(session_id)
-        if session is None:
-            raise BcnError(ErrorCode.NOT_FOUND, f"unknown session {session_id!r}")
+        session = self.dispatcher.session_of(params)
         limit = params.get("limit")
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool)
                                   or limit < 1):

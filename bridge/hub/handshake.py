@@ -1,0 +1,76 @@
+"""The opening of both hub endpoints: accept the socket, demand the handshake frame.
+
+`/ws/bot` and `/ws/channel` open the same way — the first frame must be the endpoint's
+connect request, anything else is `unauthorized` and the socket is closed — so that rule
+lives here once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aiohttp import web
+
+from bridge.bcn.connection import Connection
+from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
+from bridge.bcn.frames import MalformedFrame, Request
+from bridge.hub.config import HubConfig
+
+MAX_FRAME_BYTES = 8 * 1024 * 1024
+
+CLOSE_REPLACED = 4001
+CLOSE_EXPIRED = 4002
+CLOSE_REFUSED = 1008
+
+
+async def refuse(conn: Connection, req_id: str | None, error: BcnError) -> None:
+    """Answer a failed handshake and close: the peer has no business on this socket."""
+    try:
+        await conn.respond_error(req_id, error)
+    except ConnectionClosed:
+        pass
+    await conn.close(CLOSE_REFUSED, error.code)
+
+
+async def first_request(conn: Connection, method: str, timeout: float) -> Request | None:
+    """The handshake frame, or None after refusing whatever came instead."""
+    try:
+        frame = await conn.next_frame(timeout=timeout)
+    except (TimeoutError, ConnectionClosed):
+        await conn.close(CLOSE_REFUSED, "no handshake")
+        return None
+    except MalformedFrame as exc:
+        await refuse(conn, exc.req_id, BcnError(ErrorCode.UNAUTHORIZED,
+                                                f"the first frame must be {method}"))
+        return None
+    if not isinstance(frame, Request) or frame.method != method:
+        req_id = frame.id if isinstance(frame, Request) else None
+        await refuse(conn, req_id, BcnError(ErrorCode.UNAUTHORIZED,
+                                            f"the first frame must be {method}"))
+        return None
+    return frame
+
+
+def requested_version(params: dict[str, Any], *, default: int, lowest: int, newest: int) -> int:
+    version = params.get("protocol_version", default)
+    if version is None:
+        version = default
+    if not isinstance(version, int) or isinstance(version, bool):
+        raise BcnError(ErrorCode.INVALID_REQUEST, "protocol_version must be an integer")
+    if not lowest <= version <= newest:
+        raise BcnError(
+            ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+            f"protocol version {version} is not supported; this hub speaks {lowest} to {newest}",
+        )
+    return version
+
+
+async def accept(
+    request: web.Request, config: HubConfig, name: str, method: str
+) -> tuple[web.WebSocketResponse, Connection, Request | None]:
+    """Upgrade to a WebSocket and read the handshake; the frame is None when refused."""
+    ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES)
+    await ws.prepare(request)
+    conn = Connection(ws, name=name, request_timeout=config.request_timeout_seconds)
+    frame = await first_request(conn, method, config.handshake_timeout_seconds)
+    return ws, conn, frame
