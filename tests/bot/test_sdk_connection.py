@@ -13,6 +13,7 @@ from bot_fake_bcn import FakeBcn
 
 from bridge.bcn import BcnError, ErrorCode
 from bridge.bcn.bot import Bot, IncomingMessage, Run
+from bridge.retry import Backoff
 
 
 async def answer_ok(message: IncomingMessage, run: Run) -> str:
@@ -123,8 +124,11 @@ async def test_unsupported_protocol_version_stops_the_bot(make_bot):
 
 async def test_rejected_token_registers_anew(fake_bcn, make_bot, tmp_path: Path):
     (tmp_path / "bot.token").write_text("tok-the-hub-forgot\n")
-    async with make_bot(fake_bcn.url, on_message=answer_ok) as bot:
-        assert bot.token != "tok-the-hub-forgot"
+    # A minute of backoff would time start() out: re-registering must not wait for it.
+    bot = make_bot(fake_bcn.url, on_message=answer_ok, backoff=Backoff(initial=60))
+    await bot.start(timeout=5)
+    await bot.stop()
+    assert bot.token != "tok-the-hub-forgot"
     assert fake_bcn.connect_params[0]["token"] == "tok-the-hub-forgot"
     assert "token" not in fake_bcn.connect_params[1]
     assert (tmp_path / "bot.token").read_text().strip() == bot.token

@@ -112,6 +112,7 @@ class Bot:
         self._stopping = False
         self._fatal: BcnError | None = None
         self._deprecation_logged = False
+        self._register_at_once = False
         self._runs: dict[str, _ActiveRun] = {}
         self._finished_runs: OrderedDict[str, str] = OrderedDict()  # run_id -> session_key
         self._finished_runs_kept = 1000
@@ -233,6 +234,9 @@ class Bot:
                 reason = f"connection failed: {exc or type(exc).__name__}"
             if self._stopping:
                 return
+            if self._register_at_once:  # not a transient failure: nothing to wait out
+                self._register_at_once = False
+                continue
             delay = self.backoff.next_delay()
             log.warning("BCN %s: %s; reconnecting in %.1f s", self.url, reason, delay)
             await asyncio.sleep(delay)
@@ -274,8 +278,9 @@ class Bot:
             if exc.code == ErrorCode.UNAUTHORIZED and self._token:
                 # The BCN no longer knows this token (e.g. it was reset): register anew rather
                 # than retrying a dead credential forever.
-                log.warning("BCN rejected the saved token; registering as a new bot next time")
+                log.warning("BCN rejected the saved token; registering as a new bot")
                 self._token = None
+                self._register_at_once = True
             raise
         token = payload.get("token")
         if not isinstance(token, str) or not token:
