@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import os
 import statistics
 import sys
 import tempfile
@@ -65,6 +66,19 @@ async def wait_for_bot(url: str, timeout: float = 20.0) -> None:
     raise RuntimeError("the echo bot did not come online")
 
 
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU time of a process so far (Linux /proc), None where unavailable."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+PROCESSES: dict[str, int] = {}
+"""Process ids of the hub and the echo bot when they run apart, for CPU figures."""
+
+
 @contextlib.asynccontextmanager
 async def running_hub_and_echo(in_process: bool) -> AsyncIterator[str]:
     """Yield the hub's ws:// URL with the echo bot (single final) connected."""
@@ -99,8 +113,10 @@ async def running_hub_and_echo(in_process: bool) -> AsyncIterator[str]:
                 sys.executable, "-c", BOT_SCRIPT, "example-bot", "echo", "--url", url + "/ws/bot",
                 "--no-stream", "--log-level", "WARNING", cwd=ROOT)
             await wait_for_bot(url)
+            PROCESSES.update(hub=hub_proc.pid, echo=bot_proc.pid, client=os.getpid())
             yield url
         finally:
+            PROCESSES.clear()
             for proc in (bot_proc, hub_proc):
                 if proc is not None and proc.returncode is None:
                     proc.terminate()
@@ -188,6 +204,17 @@ def report(label: str, latencies: list[float], seconds: float) -> None:
           f"mean {statistics.fmean(latencies) * 1000:6.2f} ms   (n={len(latencies)})")
 
 
+def report_cpu(before: dict[str, float | None], round_trips: int) -> None:
+    """CPU time per round trip of each process: what the hub costs, whatever the load."""
+    parts = []
+    for name, pid in PROCESSES.items():
+        start, end = before.get(name), cpu_seconds(pid)
+        if start is not None and end is not None and round_trips:
+            parts.append(f"{name} {(end - start) / round_trips * 1e6:.0f} µs")
+    if parts:
+        print(f"  {'':<28} CPU per round trip: {', '.join(parts)}")
+
+
 async def serial_latencies(messages: int) -> list[float]:
     """One conversation, `messages` round trips, hub and echo bot in this process.
 
@@ -207,8 +234,10 @@ async def run(seconds: float, conversations: int, in_process: bool) -> None:
         async with bench_link(url, conversations) as link:
             await measure(link, conversations, min(1.0, seconds))  # warm up
             for count in (1, conversations):
+                before = {name: cpu_seconds(pid) for name, pid in PROCESSES.items()}
                 latencies = await measure(link, count, seconds)
                 report(f"{count} conversation{'s' if count > 1 else ''}", latencies, seconds)
+                report_cpu(before, len(latencies))
 
 
 def main() -> None:

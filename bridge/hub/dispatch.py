@@ -264,6 +264,8 @@ class Dispatcher:
             routing=routing,
             default_to_driver=self.state.config.bot_reply_default == "driver",
         )
+        if not decision.send and not decision.inject:
+            return
         spec = self.state.links.specs.get(session.binding_id)
         channel = {
             "source": session.channel_type,

@@ -241,3 +241,33 @@ async def test_each_delivery_goes_to_exactly_one_of_several_links(
     assert await nothing_in(merged)
     for task in pumps:
         task.cancel()
+
+
+async def test_oldest_undelivered_outputs_are_dropped_over_the_limit(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    hub = await start_hub(pending_max_per_binding=2)  # type: ignore[operator]
+    link = await TestLink.connect(http, hub)
+    link.hold = True
+    for n in range(1, 4):  # no bot online: one system notice each, none acked
+        await link.inbound("anyone?", f"m{n}")
+        await next_item(link.delivers)
+    await link.close()
+    again = await TestLink.connect(http, hub)
+    assert again.payload["pending_deliveries"] == 2
+    replayed = [(await next_item(again.delivers))["source_msg_id"] for _ in range(2)]
+    assert replayed == ["m2", "m3"]
+
+
+async def test_run_silent_past_its_timeout_ends_with_error(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    hub = await start_hub(run_timeout_ms=100, sweep_interval_seconds=0.02)  # type: ignore[operator]
+    helper = await TestBot.connect(http, hub, name="Helper")
+    link = await TestLink.connect(http, hub)
+    await link.inbound("think hard", "m1")
+    await next_item(helper.sends)
+    output = await next_item(link.delivers)
+    assert (output["kind"], output["run_id"]) == ("error", "run-1")
+    await helper.final("run-1", "finally")  # too late: the run has ended
+    assert await nothing_in(link.delivers)
