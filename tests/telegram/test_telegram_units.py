@@ -15,7 +15,7 @@ from adapters.telegram.commands import address_command
 from adapters.telegram.errors import send_error
 from adapters.telegram.outbound import NAME_LIMIT, short_name, visible_text, with_prefix
 from adapters.telegram.redaction import REDACTED, TokenRedactor
-from bridge.config import load_section
+from bridge.config import load_config, load_section
 from bridge.core.adapter import PermanentSendError, TransientSendError
 
 
@@ -147,3 +147,13 @@ def test_redactor_hides_known_and_token_shaped_secrets() -> None:
 
     expected = f"POST https://api.telegram.org/bot{REDACTED}/getMe with {REDACTED}"
     assert record.getMessage() == expected
+
+
+def test_the_shipped_example_config_is_valid() -> None:
+    example = Path(__file__).parents[2] / "config" / "telegram.example.yaml"
+
+    config = load_config(example, environ={"TELEGRAM_BOT_TOKEN": TOKEN})
+
+    account = config.account("telegram:main")
+    assert isinstance(account, TelegramAccountConfig)
+    assert account.token.get_secret_value() == TOKEN
