@@ -69,6 +69,8 @@ class OutboundPipeline:
         streamed = ctx.runs.pop(run_id, "") if run_id else ""
         if kind == "final" and not text:
             text = streamed
+        if kind == "final" and not text.strip():
+            return  # a bot that chose to stay quiet (every run must end with a final)
         if not await ctx.bot_turn(lane, binding):
             return
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
