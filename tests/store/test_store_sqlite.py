@@ -111,7 +111,7 @@ def query_plan(db: sqlite3.Connection, sql: str, params: tuple[object, ...]) -> 
     return " | ".join(row[-1] for row in db.execute(f"EXPLAIN QUERY PLAN {sql}", params))
 
 
-async def test_due_and_cleanup_are_index_range_queries(tmp_path: Path) -> None:
+async def test_due_cleanup_and_chat_listing_use_their_indexes(tmp_path: Path) -> None:
     """Catch a regression to a full scan by asking SQLite how it runs the store's queries."""
     async with open_store(f"sqlite:///{tmp_path}/bridge.db") as store:
         assert isinstance(store, SqliteStore)
@@ -119,6 +119,7 @@ async def test_due_and_cleanup_are_index_range_queries(tmp_path: Path) -> None:
         store._db.set_trace_callback(statements.append)
         await store.conversations.due(T0)
         await store.conversations.remove_finished(T0)
+        await store.conversations.find(statuses=("open", "clarifying"), chat="discord:1")
         store._db.set_trace_callback(None)
         due_sql = next(s for s in statements if "deadline <=" in s)
         plan = query_plan(store._db, due_sql, ())
@@ -126,6 +127,9 @@ async def test_due_and_cleanup_are_index_range_queries(tmp_path: Path) -> None:
         delete_sql = next(s for s in statements if s.startswith("DELETE FROM conversations"))
         plan = query_plan(store._db, delete_sql, ())
         assert "conversations_finished" in plan, plan
+        chat_sql = next(s for s in statements if s.startswith("SELECT") and "chat =" in s)
+        plan = query_plan(store._db, chat_sql, ())
+        assert "USING INDEX conversations_chat" in plan, plan
 
 
 async def test_history_rows_live_in_their_own_table(tmp_path: Path) -> None:

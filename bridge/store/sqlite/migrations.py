@@ -53,8 +53,10 @@ MIGRATIONS: tuple[Migration, ...] = (
             # Finished conversations by age: what `remove_finished` range-scans.
             "CREATE INDEX conversations_finished ON conversations (updated_at)"
             " WHERE deadline IS NULL",
-            "CREATE INDEX conversations_status ON conversations (status, created_at)",
-            "CREATE INDEX conversations_chat ON conversations (chat, created_at)",
+            # A chat's open requests (the relay asks after every tracked message). No index
+            # on status alone: every index costs each write a page, and only the CLI lists
+            # by status across all chats.
+            "CREATE INDEX conversations_chat ON conversations (chat, status)",
             """
             CREATE TABLE conversation_history (
                 request_id  TEXT NOT NULL,
