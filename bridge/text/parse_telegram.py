@@ -173,7 +173,7 @@ class _TreeBuilder:
         return [Paragraph(children)] if children else []
 
     def _inlines(self, start: int, end: int, spans: list[Span], depth: int) -> tuple[Inline, ...]:
-        ordered = sorted(spans, key=lambda s: (s.start, -s.end))
+        ordered = sorted(spans, key=lambda s: (s.start, -s.end, s.kind not in _STYLES))
         nodes: list[Inline] = []
         cursor = start
         index = 0

@@ -69,7 +69,10 @@ class Renderer(ABC):
         self.options = options or RenderOptions()
 
     def render(self, document: Document) -> str:
-        return self.join_blocks([self.block(block) for block in document.blocks])
+        return self.render_blocks(document.blocks)
+
+    def render_blocks(self, blocks: Sequence[Block]) -> str:
+        return self.join_blocks([self.block(block) for block in blocks])
 
     def block(self, block: Block) -> str:
         if isinstance(block, Paragraph):

@@ -55,13 +55,12 @@ class DiscordRenderer(LineRenderer):
         return f"{marker}{self.inlines(node.children, node)}{marker}"
 
     def _italic_marker(self, node: Styled, context: InlineContext) -> str:
-        """`_` unless it would touch a word character or an underline's `__`."""
+        """`_` (which can hold `**` and `__` runs), or `*` where `_` would touch a word or
+        open straight into an underline's `__`."""
         before, after = context.text_before()[-1:], context.text_after()[:1]
-        edges = (node.children[0], node.children[-1])
-        touches_underline = any(
-            isinstance(edge, Styled) and edge.style is Style.UNDERLINE for edge in edges
-        ) or (isinstance(context.parent, Styled) and context.parent.style is Style.UNDERLINE)
-        if touches_underline or _WORD_EDGE.match(before or " ") or _WORD_EDGE.match(after or " "):
+        first = node.children[0]
+        opens_underline = isinstance(first, Styled) and first.style is Style.UNDERLINE
+        if opens_underline or _WORD_EDGE.match(before or " ") or _WORD_EDGE.match(after or " "):
             return "*"
         return "_"
 

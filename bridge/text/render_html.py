@@ -94,7 +94,7 @@ class TelegramHtmlRenderer(Renderer):
         """Telegram rejects nested blockquotes, so inner quotes become `> ` lines."""
         self._quote_depth += 1
         try:
-            inner = self.join_blocks([self.block(child) for child in block.blocks])
+            inner = self.render_blocks(block.blocks)
         finally:
             self._quote_depth -= 1
         if self._quote_depth:
@@ -164,14 +164,14 @@ class WebchatHtmlRenderer(Renderer):
         return f'<pre class="protocol">{escape(block.text)}</pre>'
 
     def quote(self, block: Quote) -> str:
-        inner = self.join_blocks([self.block(child) for child in block.blocks])
+        inner = self.render_blocks(block.blocks)
         return f"<blockquote>{inner}</blockquote>"
 
     def list_block(self, block: ListBlock) -> str:
         tag = "ol" if block.ordered else "ul"
         start = f' start="{block.start}"' if block.ordered and block.start != 1 else ""
         items = "".join(
-            f"<li>{self.join_blocks([self.block(child) for child in item])}</li>"
+            f"<li>{self.render_blocks(item)}</li>"
             for item in block.items
         )
         return f"<{tag}{start}>{items}</{tag}>"

@@ -45,7 +45,7 @@ class LineRenderer(Renderer):
         return block.text
 
     def quote(self, block: Quote) -> str:
-        inner = self.join_blocks([self.block(child) for child in block.blocks])
+        inner = self.render_blocks(block.blocks)
         prefix = self.quote_prefix
         return "\n".join(prefix + line if line else prefix.rstrip() for line in inner.split("\n"))
 

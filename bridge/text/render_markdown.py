@@ -9,8 +9,18 @@ no Markdown form and render as their content.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from bridge.text.model import CodeBlock, Link, Mention, MentionKind, Style, Styled
+from bridge.text.model import (
+    Block,
+    CodeBlock,
+    Link,
+    ListBlock,
+    Mention,
+    MentionKind,
+    Style,
+    Styled,
+)
 from bridge.text.normalize import plain_text
 from bridge.text.render_base import BARE_URL, InlineContext
 from bridge.text.render_lines import LineRenderer, escape_block_start
@@ -33,6 +43,29 @@ def escape_markdown(text: str) -> str:
 
 
 class MarkdownRenderer(LineRenderer):
+    def render_blocks(self, blocks: Sequence[Block]) -> str:
+        """Back-to-back lists would merge into one, so every other one uses `*` / `)`."""
+        rendered: list[str] = []
+        previous: Block | None = None
+        alternate = False
+        for block in blocks:
+            if isinstance(block, ListBlock):
+                same_kind = isinstance(previous, ListBlock) and previous.ordered == block.ordered
+                alternate = not alternate if same_kind else False
+                rendered.append(self._list(block, alternate))
+            else:
+                rendered.append(self.block(block))
+            previous = block
+        return self.join_blocks(rendered)
+
+    def _list(self, block: ListBlock, alternate: bool) -> str:
+        text = self.list_block(block)
+        if not alternate:
+            return text
+        if block.ordered:
+            return re.sub(r"(?m)^(\d+)\. ", r"\1) ", text)
+        return re.sub(r"(?m)^- ", "* ", text)
+
     def text(self, text: str) -> str:
         return escape_markdown(text)
 
