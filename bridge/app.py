@@ -16,7 +16,6 @@ from typing import Any
 from bridge.config.schema import BridgeConfig
 from bridge.core import registry
 from bridge.core.adapter import Adapter
-from bridge.core.context import CommandNames
 from bridge.core.link import LinkSettings
 from bridge.core.relay import Relay, utc_now
 from bridge.store import open_store
@@ -72,7 +71,6 @@ class BridgeApp:
             self.hub = Hub(hub_config)
             await self.hub.start()
         self.store = await open_store(config.store)
-        names = config.commands
         self.relay = Relay(
             store=self.store,
             bindings=list(config.bindings),
@@ -86,9 +84,7 @@ class BridgeApp:
                 wait_for_link=config.bcn.wait_for_link,
             ),
             clock=self.clock,
-            commands=CommandNames(
-                ask=names.ask, requests=names.requests, stop=names.stop, new=names.new
-            ),
+            commands=config.commands,
             sweep_interval=self.sweep_interval,
             **self.relay_options,
         )

@@ -67,18 +67,18 @@ class Commands:
     def help_text(self, binding: Binding, unknown: str | None = None) -> str:
         names = self.ctx.commands
         bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
-        lead = (
-            f"Unknown command `/{unknown}`." if unknown and unknown != names.help
-            else "Commands:"
-        )
-        return (
-            f"{lead}\n"
-            f"- `/{names.ask} <Bot> <task>` — ask a bot for something, tracked as a request\n"
-            f"- `/{names.requests}` — open requests in this chat\n"
-            f"- `/{names.stop}` — stop the bot reply that is running\n"
-            f"- `/{names.new}` — start a fresh conversation with the bots\n"
-            f"Bots here: {bots}. Reply to a bot's question to answer it."
-        )
+        lead = f"Unknown command `/{unknown}`." if unknown and unknown != "help" else "Commands:"
+        lines = [lead]
+        for name, usage in (
+            (names.ask, " <Bot> <task>` — ask a bot for something, tracked as a request"),
+            (names.requests, "` — open requests in this chat"),
+            (names.stop, "` — stop the bot reply that is running"),
+            (names.new, "` — start a fresh conversation with the bots"),
+        ):
+            if name:
+                lines.append(f"- `/{name}{usage}")
+        lines.append(f"Bots here: {bots}. Reply to a bot's question to answer it.")
+        return "\n".join(lines)
 
     async def _ask(self, msg: Inbound, binding: Binding, lane: Lane, rest: str) -> None:
         target, _, task = rest.partition(" ")

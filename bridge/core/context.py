@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.link import LinkClient
@@ -27,17 +28,6 @@ from bridge.tracking import Tracker
 log = logging.getLogger(__name__)
 
 BRIDGE_NAME = "bcn-bridge"
-
-
-@dataclass(frozen=True, slots=True)
-class CommandNames:
-    """Chat command words (configurable), without the leading slash."""
-
-    ask: str = "ask"
-    requests: str = "requests"
-    stop: str = "stop"
-    new: str = "new"
-    help: str = "help"
 
 
 @dataclass(slots=True)

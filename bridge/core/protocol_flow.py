@@ -16,6 +16,7 @@ from bridge.protocol import (
     Depth,
     ProtocolMessage,
     build_response,
+    escape_value,
     next_depth,
 )
 
@@ -121,6 +122,6 @@ def reply_as_response(pending: PendingRequest, text: str, status: str = "done") 
         from_=pending.bot,
         request_id=pending.request_id,
         status=status,
-        result=text.strip() or ("(no answer)" if status == "done" else status),
+        result=escape_value(text).strip() or ("(no answer)" if status == "done" else status),
         depth=depth,
     )

@@ -16,9 +16,10 @@ from typing import Any
 
 from bridge.background import Background
 from bridge.bcn import BcnError, ConnectionClosed
+from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
-from bridge.core.context import BRIDGE_NAME, CommandNames, RelayContext
+from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.inbound import InboundPipeline, sent_key
 from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
