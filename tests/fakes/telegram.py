@@ -16,14 +16,17 @@ import itertools
 import json
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp import web
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
+
+T = TypeVar("T")
 
 HTML_TAGS = frozenset(
     {
@@ -160,6 +163,7 @@ class FakeTelegram:
         self.files: dict[str, bytes] = {}
         self.forbidden: dict[tuple[str, int], str] = {}
         self.faults: list[Fault] = []
+        self.outages: dict[str, Fault] = {}
         self.reject_html = False
         """Answer every HTML message with "can't parse entities", whatever its tags."""
         self._inboxes: dict[str, _Inbox] = defaultdict(_Inbox)
@@ -223,6 +227,14 @@ class FakeTelegram:
         parameters = {"retry_after": retry_after} if retry_after is not None else None
         for _ in range(times):
             self.faults.append(Fault(method, status, description, parameters, token=token))
+
+    def fail_always(self, method: str, *, status: int = 502, description: str = "Bad Gateway"
+                    ) -> None:  # fmt: skip
+        """An outage of `method` that lasts until `recover(method)`."""
+        self.outages[method] = Fault(method, status, description)
+
+    def recover(self, method: str) -> None:
+        self.outages.pop(method, None)
 
     def drop_next(self, method: str, *, times: int = 1) -> None:
         """Close the connection instead of answering the next `times` calls of `method`."""
@@ -350,6 +362,23 @@ class FakeTelegram:
 
         return await asyncio.wait_for(enough(), timeout)
 
+    async def wait_until(self, predicate: Callable[[], T | None], timeout: float = 10.0) -> T:
+        """Re-check `predicate` after every Bot API call until it returns something truthy."""
+        async with asyncio.timeout(timeout):
+            while not (found := predicate()):
+                self._called.clear()
+                await self._called.wait()
+        return found
+
+    def bot_texts(self, chat_id: int) -> list[str]:
+        """What the chat shows of bot-posted messages now (edits applied), oldest first."""
+        return [
+            message.get("text", "")
+            for (chat, _), message in sorted(self.messages.items())
+            if chat == chat_id and message.get("from", {}).get("is_bot")
+            and (chat, message["message_id"]) in self.message_owner
+        ]
+
     def confirmed(self, token: str) -> bool:
         """Has the bot confirmed (by a later offset) every update pushed to it?"""
         return not self._inboxes[token].updates
@@ -378,6 +407,8 @@ class FakeTelegram:
         return await handler(bot, params)
 
     def _take_fault(self, method: str, token: str) -> Fault | None:
+        if method in self.outages:
+            return self.outages[method]
         for index, fault in enumerate(self.faults):
             if fault.method == method and fault.token in (None, token):
                 return self.faults.pop(index)

@@ -1,0 +1,173 @@
+"""Telegram end to end: fake Bot API ↔ real PTB ↔ the bridge ↔ embedded hub ↔ example bots."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import BOT_USERNAME, GROUP, TOKEN, account_config
+
+from bridge.app import BridgeApp
+from bridge.config.schema import BridgeConfig
+from bridge.demo import start_demo_bots
+from bridge.protocol import build_request, parse
+from tests.fakes.telegram import FakeTelegram, user
+
+WAIT = 10.0
+"""Upper bound for something to show up; tests never assert how long it took."""
+
+ADA = user("Ada", user_id=601)
+LOTBOT = user("Lotbot", username="lotbot", is_bot=True, user_id=4242)
+
+
+@dataclass
+class System:
+    app: BridgeApp
+    fake: FakeTelegram
+    bots: list[Any] = field(default_factory=list)
+
+    async def wait_for_bots(self, *names: str) -> None:
+        relay = self.app.relay
+        assert relay is not None
+        async with asyncio.timeout(WAIT):
+            while not set(names) <= set(relay.ctx.participants.get("demo", [])):
+                await relay._refresh_group("demo")
+                await asyncio.sleep(0.02)
+
+    async def shown(self, predicate: Callable[[list[str]], Any]) -> Any:
+        """Wait until `predicate(texts the bots posted, as shown now)` is truthy."""
+        return await self.fake.wait_until(lambda: predicate(self.fake.bot_texts(GROUP)), WAIT)
+
+
+def bridge_config(tmp_path: Path, fake: FakeTelegram, deliver: str) -> BridgeConfig:
+    config = BridgeConfig.model_validate({
+        "hub": {"listen": "127.0.0.1:0", "data_dir": str(tmp_path / "hub"),
+                "bot_reply_default": "observe",
+                "groups": [{"id": "demo", "driver": "Echo", "bots": ["Echo", "Rules"],
+                            "auto_join": True}]},
+        "bcn": {"url": "embedded"},
+        "store": f"sqlite:///{tmp_path / 'bridge.db'}",
+        "web": {"listen": "127.0.0.1:0", "enabled": False},
+        "bindings": [{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
+                      "protocol": {"enabled": True, "deliver": deliver}}],
+    })  # fmt: skip
+    return config.model_copy(update={"accounts": {"telegram": {"main": account_config(fake)}}})
+
+
+@pytest.fixture
+async def start_system(
+    tmp_path: Path, fake: FakeTelegram
+) -> AsyncIterator[Callable[..., Any]]:
+    started: list[System] = []
+
+    async def start(*, bots: bool = True, stream: bool = True, deliver: str = "raw") -> System:
+        app = BridgeApp(
+            bridge_config(tmp_path, fake, deliver),
+            sweep_interval=3600,
+            relay_options={"outbox_retry_initial": 0.02},
+        )
+        await app.start()
+        system = System(app, fake)
+        started.append(system)
+        assert app.relay is not None
+        await app.relay.link.wait_ready(WAIT)
+        if bots:
+            system.bots = await start_demo_bots(app.bcn_url, tmp_path, stream=stream)
+            await system.wait_for_bots("Echo", "Rules")
+        return system
+
+    yield start
+    for system in reversed(started):
+        for bot in system.bots:
+            await bot.stop()
+        await system.app.stop()
+
+
+def without_prefix(text: str, name: str) -> str | None:
+    head, _, body = text.partition("\n")
+    return body if head == name else None
+
+
+def from_bot(texts: list[str], name: str) -> list[str]:
+    return [body for text in texts if (body := without_prefix(text, name)) is not None]
+
+
+def protocol_from(texts: list[str], name: str) -> list[str]:
+    """The bot's messages that already read as a finished protocol message."""
+    return [body for body in from_bot(texts, name) if parse(body) is not None]
+
+
+async def test_human_message_gets_a_streamed_reply_under_the_bot_name(start_system) -> None:
+    system = await start_system()
+    system.fake.push_message(TOKEN, GROUP, ADA, "hello there brave new world")
+
+    await system.shown(lambda texts: "hello there brave new world" in from_bot(texts, "Echo"))
+
+    assert from_bot(system.fake.bot_texts(GROUP), "Echo") == ["hello there brave new world"]
+    assert system.fake.calls_to("editMessageText")  # streamed: posted, then edited in place
+    sent = system.fake.calls_to("sendMessage")
+    assert all(call.params["text"].startswith("<b>Echo</b>\n") for call in sent)
+
+
+async def test_protocol_request_from_another_telegram_bot_is_answered(start_system) -> None:
+    system = await start_system(deliver="natural")
+    block = build_request(
+        to="Echo", from_="Lotbot", task="say banana", request_id="lotbot-abc123", depth=(2, 5)
+    )
+    system.fake.push_message(TOKEN, GROUP, LOTBOT, block)
+
+    [answer] = await system.shown(lambda texts: protocol_from(texts, "Echo"))
+    response = parse(answer)
+
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Lotbot" and response.request_id == "lotbot-abc123"
+    assert tuple(response.depth) == (3, 5)
+    assert answer.startswith("```")  # fences stay literal text other bots can read
+
+
+async def test_ask_command_addressed_to_this_bot_starts_a_tracked_request(start_system) -> None:
+    system = await start_system()
+    text = f"/ask@{BOT_USERNAME} Rules what is 6 times 7"
+    command = {"type": "bot_command", "offset": 0, "length": len(f"/ask@{BOT_USERNAME}")}
+    system.fake.push_message(TOKEN, GROUP, ADA, text, entities=[command])
+
+    [answer] = await system.shown(lambda texts: protocol_from(texts, "Rules"))
+    response = parse(answer)
+
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Ada" and "42" in response.result
+    assert system.app.relay is not None
+    conversation = await system.app.relay.tracker.get(response.request_id)
+    assert conversation is not None and conversation.status == "done"
+
+
+async def test_restart_with_replies_queued_delivers_them_once(start_system) -> None:
+    first = await start_system(stream=False)
+    fake = first.fake
+    fake.fail_always("sendMessage", status=502, description="Bad Gateway")
+    for n in range(3):
+        fake.push_message(TOKEN, GROUP, ADA, f"queued {n}")
+    relay = first.app.relay
+    assert relay is not None
+    async with asyncio.timeout(WAIT):
+        while relay.outbox.pending_count() < 3:  # noqa: ASYNC110 - the outbox has no event
+            await asyncio.sleep(0.01)
+    for bot in first.bots:
+        await bot.stop()
+    first.bots = []
+    await first.app.stop()
+    assert fake.bot_texts(GROUP) == []
+
+    fake.recover("sendMessage")
+    second = await start_system(bots=False)
+    await second.shown(lambda texts: len(texts) == 3)
+    assert second.app.relay is not None
+    await second.app.relay.outbox.wait_idle()
+
+    assert from_bot(fake.bot_texts(GROUP), "Echo") == [f"queued {n}" for n in range(3)]
+    await asyncio.sleep(0.2)  # a replay from the hub would show up here
+    assert len(fake.bot_texts(GROUP)) == 3
