@@ -30,6 +30,19 @@ BARE_URL = re.compile(r"https?://[^\s<]+[^<.,:;\"')\]\s]")
 """A URL in running text, as chat clients auto-link it (trailing punctuation excluded)."""
 
 
+def backslash_outside_urls(text: str, special: re.Pattern[str]) -> str:
+    """Backslash every match of `special` except inside bare URLs, whose `_` and `*` must stay
+    as they are for the link to keep working."""
+    pieces: list[str] = []
+    cursor = 0
+    for url in BARE_URL.finditer(text):
+        pieces.append(special.sub(r"\\\g<0>", text[cursor : url.start()]))
+        pieces.append(url.group())
+        cursor = url.end()
+    pieces.append(special.sub(r"\\\g<0>", text[cursor:]))
+    return "".join(pieces)
+
+
 @dataclass(frozen=True)
 class RenderOptions:
     directory: Directory = field(default=NO_DIRECTORY)

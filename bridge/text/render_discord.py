@@ -11,7 +11,7 @@ import re
 
 from bridge.text.model import Link, Mention, MentionKind, Style, Styled
 from bridge.text.normalize import plain_text
-from bridge.text.render_base import BARE_URL, InlineContext
+from bridge.text.render_base import InlineContext, backslash_outside_urls
 from bridge.text.render_lines import LineRenderer, escape_block_start
 
 ZERO_WIDTH_SPACE = "\u200b"
@@ -30,14 +30,7 @@ _WORD_EDGE = re.compile(r"\w")
 
 def escape_discord(text: str) -> str:
     """Backslash-escape Discord markup in plain text, leaving bare URLs intact."""
-    pieces: list[str] = []
-    cursor = 0
-    for url in BARE_URL.finditer(text):
-        pieces.append(_SPECIAL.sub(r"\\\1", text[cursor : url.start()]))
-        pieces.append(url.group())
-        cursor = url.end()
-    pieces.append(_SPECIAL.sub(r"\\\1", text[cursor:]))
-    return "".join(pieces)
+    return backslash_outside_urls(text, _SPECIAL)
 
 
 class DiscordRenderer(LineRenderer):

@@ -22,7 +22,7 @@ from bridge.text.model import (
     Styled,
 )
 from bridge.text.normalize import plain_text
-from bridge.text.render_base import BARE_URL, InlineContext
+from bridge.text.render_base import InlineContext, backslash_outside_urls
 from bridge.text.render_lines import LineRenderer, escape_block_start
 
 _SPECIAL = re.compile(r"([\\`*\[\]<~]|_(?![^\W_])|(?<![^\W_])_|&(?=#?\w+;))")
@@ -32,14 +32,8 @@ _WORD = re.compile(r"[^\W_]")
 
 
 def escape_markdown(text: str) -> str:
-    pieces: list[str] = []
-    cursor = 0
-    for url in BARE_URL.finditer(text):
-        pieces.append(_SPECIAL.sub(r"\\\1", text[cursor : url.start()]))
-        pieces.append(url.group())
-        cursor = url.end()
-    pieces.append(_SPECIAL.sub(r"\\\1", text[cursor:]))
-    return "".join(pieces)
+    """Backslash only what would start Markdown markup; bare URLs stay intact."""
+    return backslash_outside_urls(text, _SPECIAL)
 
 
 class MarkdownRenderer(LineRenderer):
