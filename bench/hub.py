@@ -30,8 +30,8 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.bcn import Connection, Request  # noqa: E402
-from bridge.hub import Hub, HubConfig  # noqa: E402
+from bridge.bcn import Connection, Request
+from bridge.hub import Hub, HubConfig
 
 LINK_TOKEN = "bench-link-token"
 HUB_SCRIPT = (

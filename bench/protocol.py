@@ -34,23 +34,26 @@ PLAIN_CHAT = "hey folks, did anyone see the deploy go out? looks like the build 
 
 
 def rate(operation: Callable[[], object], seconds: float) -> float:
-    """Calls per second: best of three timed batches sized to about `seconds / 3` each."""
+    """Calls per CPU second: best of three batches sized to about `seconds / 3` each.
+
+    CPU time of this process (not wall time) keeps the figure honest on a busy machine.
+    """
     calls = 1
     while True:
-        started = time.perf_counter()
+        started = time.process_time()
         for _ in range(calls):
             operation()
-        elapsed = time.perf_counter() - started
+        elapsed = time.process_time() - started
         if elapsed > 0.05:
             break
         calls *= 4
     batch = max(1, int(calls * (seconds / 3) / elapsed))
     best = float("inf")
     for _ in range(3):
-        started = time.perf_counter()
+        started = time.process_time()
         for _ in range(batch):
             operation()
-        best = min(best, time.perf_counter() - started)
+        best = min(best, time.process_time() - started)
     return batch / best
 
 

@@ -23,11 +23,10 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bridge.app import BridgeApp  # noqa: E402
-from bridge.config.schema import BridgeConfig  # noqa: E402
-from bridge.core import registry  # noqa: E402
-from bridge.demo import start_demo_bots  # noqa: E402
-
+from bridge.app import BridgeApp
+from bridge.config.schema import BridgeConfig
+from bridge.core import registry
+from bridge.demo import start_demo_bots
 
 STORE = ""
 
@@ -75,6 +74,9 @@ class Tab:
             if (frame["type"] in ("message", "update") and sender.get("name") == "Echo"
                     and message.get("kind") == "final" and text in json.dumps(message)):
                 return time.perf_counter() - started
+
+
+BENCH_DIR = str(Path(__file__).resolve().parent)
 
 
 def percentile(values: list[float], fraction: float) -> float:
@@ -132,7 +134,7 @@ async def run(messages: int, conversations: int) -> None:
 async def hub_only_p50(messages: int) -> float | None:
     """The hub-only figure from bench/hub.py, when it offers a function for it."""
     try:
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        sys.path.insert(0, BENCH_DIR)
         import hub as hub_bench  # type: ignore[import-not-found]
     except ImportError:
         return None

@@ -89,11 +89,14 @@ class BridgeApp:
             **self.relay_options,
         )
         if config.web.enabled:
-            self.web = WebServer(config.web.listen)
+            self.web = WebServer(config.web.listen, client_max_size=config.web.max_request_bytes)
         for channel_type, accounts in config.accounts.items():
             adapter_cls = registry.adapter_class(channel_type)
             for name, account_config in accounts.items():
                 adapter = adapter_cls(name, account_config, self.relay.accept, web=self.web)
+                adapter.use_bindings(
+                    [b for b in config.bindings if b.channel == adapter.channel]
+                )
                 self.adapters.append(adapter)
                 self.relay.add_adapter(adapter)
         if self.web is not None:

@@ -21,6 +21,7 @@ from adapters.webchat.page import WebchatPage
 from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
 from adapters.webchat.session import WebchatSession
 from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
+from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
 from bridge.text.mention_words import MENTION_WORD, mention_for_word
 from bridge.text.model import MentionKind
@@ -102,6 +103,9 @@ class WebchatAdapter(Adapter):
         if serve_at_root or (serve_at_root is None and self.account == "main"):
             router.add_get("/", self.page.index)
         server.app.on_shutdown.append(self._close_sockets)
+
+    def use_bindings(self, bindings: list[Binding]) -> None:
+        self.set_bound_rooms([binding.chat for binding in bindings])
 
     def set_bound_rooms(self, rooms: Iterable[str] | None) -> None:
         """Tell the page which rooms are bound to a BCN group (others get a hint)."""

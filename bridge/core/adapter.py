@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef
 
 if TYPE_CHECKING:
@@ -80,6 +81,10 @@ class Adapter(ABC):
     @property
     def channel(self) -> str:
         return f"{self.channel_type}:{self.account}"
+
+    def use_bindings(self, bindings: list[Binding]) -> None:
+        """The bindings of this account, before `start()` (e.g. to flag unbound chats)."""
+        self.bindings = bindings
 
     @abstractmethod
     async def start(self) -> None:

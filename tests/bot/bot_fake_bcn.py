@@ -143,7 +143,7 @@ class FakeBcn:
         Polling, not an event: conditions also watch bot-side state and logs.
         """
         async with asyncio.timeout(timeout):
-            while not condition():  # noqa: ASYNC110
+            while not condition():
                 await asyncio.sleep(0.005)
 
     async def wait_terminal(self, run_id: str) -> dict[str, Any]:

@@ -91,7 +91,8 @@ class RecordingAdapter(Adapter):
         async with chat.changed:
             for posted in chat.messages:
                 if posted.ref == ref:
-                    posted.text, posted.kind, posted.edits = out.text, out.kind.value, posted.edits + 1
+                    posted.text, posted.kind = out.text, out.kind.value
+                    posted.edits += 1
                     posted.protocol = out.protocol
             chat.changed.notify_all()
 

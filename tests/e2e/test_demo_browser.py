@@ -19,7 +19,9 @@ UI_WAIT_MS = 15_000
 
 pytestmark = [
     pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}"),
+    pytest.mark.skipif(
+        not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}"
+    ),
 ]
 
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from bridge.bcn.bot import Bot, IncomingMessage, Run
-from conftest import WAIT, texts
+from e2e_support import WAIT, texts
 from recording_adapter import RecordingAdapter
+
+from bridge.bcn.bot import Bot, IncomingMessage, Run
 
 
 async def test_platform_outage_delays_but_keeps_order(start_system):
@@ -85,7 +86,7 @@ async def test_identity_forwarding_as_seen_by_a_bot(start_system, tmp_path):
         spy = Bot(f"{system.app.bcn_url}/ws/bot", name="Echo", token_file=tmp_path / "spy.token")
 
         @spy.on_message
-        async def record(msg: IncomingMessage, run: Run) -> str:
+        async def record(msg: IncomingMessage, run: Run, seen=seen) -> str:
             seen.append(msg)
             return "noted"
 

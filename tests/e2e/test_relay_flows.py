@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
+from e2e_support import WAIT, texts
+
 from bridge.protocol import build_request, parse
-from conftest import WAIT, texts
 
 
 def finals_from(messages, sender):  # type: ignore[no-untyped-def]
@@ -129,8 +130,11 @@ async def test_duplicate_platform_message_is_relayed_once(start_system):
     await system.chat_adapter.say("room", "only once please", message_id="dup-1")
     await system.wait_for(lambda ms: finals_from(ms, "Echo"))
     await system.chat_adapter.say("room", "marker message")
-    await system.wait_for(lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "marker message"])
-    assert texts(finals_from(system.chat.messages, "Echo")) == ["only once please", "marker message"]
+    await system.wait_for(
+        lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "marker message"]
+    )
+    echoed = texts(finals_from(system.chat.messages, "Echo"))
+    assert echoed == ["only once please", "marker message"]
 
 
 async def test_require_mention_turns_unmentioned_messages_into_observation(start_system):
