@@ -13,7 +13,10 @@ from bridge.text import (
 DIRECTORY = StaticDirectory({"Mantis": "123", "Lotbot": "456"})
 SLACK_DIRECTORY = StaticDirectory({"Mantis": "U123", "general": "C1"})
 
-PROTOCOL = "```\n[REQUEST → @Mantis]\nFrom: Lot_bot\nRequestId: lot-1\nTask: check a*b* & <x>\nDepth: 1/5\n```"
+PROTOCOL = (
+    "```\n[REQUEST → @Mantis]\nFrom: Lot_bot\nRequestId: lot-1\n"
+    "Task: check a*b* & <x>\nDepth: 1/5\n```"
+)
 
 TO_PLATFORM_CASES = [
     # (markdown, platform, expected)

@@ -163,9 +163,12 @@ def _with_ids(document: Document, directory: StaticDirectory) -> Document:
 
 hostile_text = st.lists(
     st.sampled_from(
-        list("ab *_~`|<>[]()\\@#&;:/.!-\n\t") + ["```", "**", "__", "||", "<@1>", "<!here>",
-        "&amp;", "😀", "e\u0301", "\u200d", "🇫🇷", "<b>", "</i>", "https://x.y/_a_",
-        "[REQUEST → @Mantis]\n", "@everyone", "<a href='javascript:x'>"]
+        [
+            *"ab *_~`|<>[]()\\@#&;:/.!-\n\t",
+            *["```", "**", "__", "||", "<@1>", "<!here>", "&amp;", "😀", "e\u0301", "\u200d"],
+            *["🇫🇷", "<b>", "</i>", "https://x.y/_a_", "[REQUEST → @Mantis]\n", "@everyone"],
+            "<a href='javascript:x'>",
+        ]
     ),
     max_size=40,
 ).map("".join) | st.text(max_size=60)
