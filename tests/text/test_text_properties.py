@@ -213,7 +213,6 @@ def test_no_html_injection(text: str) -> None:
     for platform in ("telegram", "webchat"):
         rendered = to_platform(text, platform, DIRECTORY)
         assert "<script" not in rendered.lower()
-        assert "javascript:" not in re.sub(r"(?s)<[^>]*>", "", rendered) or True
         for href in re.findall(r'href="([^"]*)"', rendered):
             assert html.unescape(href).lower().startswith(("http://", "https://", "mailto:", "tg:"))
 
