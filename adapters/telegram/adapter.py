@@ -36,6 +36,7 @@ from adapters.telegram.redaction import protect_tokens, redact
 from adapters.telegram.startup import privacy_warning, register_commands
 from adapters.telegram.webhook import WebhookRoute
 from bridge.core.adapter import Adapter, Capabilities, InboundSink
+from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
 
 if TYPE_CHECKING:
@@ -95,6 +96,7 @@ class TelegramAdapter(Adapter):
         )
         self._own_ids: frozenset[int] = frozenset()
         self._chats_seen: set[int] = set()
+        self._bound_chats: set[str] = set()
         self._accepting = False
         if config.mode == "webhook":
             self._mount_webhook()
@@ -220,18 +222,23 @@ class TelegramAdapter(Adapter):
             return
         await self.sink(inbound)
 
+    def use_bindings(self, bindings: list[Binding]) -> None:
+        super().use_bindings(bindings)
+        self._bound_chats = {binding.chat for binding in bindings}
+
     def _note_chat(self, chat: Chat) -> None:
         """Log each chat once, so people can find the id to put in a binding."""
         if chat.id in self._chats_seen:
             return
         self._chats_seen.add(chat.id)
+        bound = str(chat.id) in self._bound_chats
         log.info(
-            'telegram:%s sees %s chat %s "%s" (bind it with chat: "%s")',
+            'telegram:%s sees %s chat %s "%s" (%s)',
             self.account,
             chat.type,
             chat.id,
             chat_title(chat),
-            chat.id,
+            "bound" if bound else f'not bound; bind it with chat: "{chat.id}"',
         )
 
     async def _on_handler_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:

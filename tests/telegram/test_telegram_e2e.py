@@ -154,7 +154,7 @@ async def test_restart_with_replies_queued_delivers_them_once(start_system) -> N
     relay = first.app.relay
     assert relay is not None
     async with asyncio.timeout(WAIT):
-        while relay.outbox.pending_count() < 3:  # noqa: ASYNC110 - the outbox has no event
+        while relay.outbox.pending_count() < 3:
             await asyncio.sleep(0.01)
     for bot in first.bots:
         await bot.stop()

@@ -5,8 +5,18 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import BOT_USERNAME, GROUP, PUPPET_TOKEN, TOKEN, MakeAdapter, Received
+from conftest import (
+    BOT_USERNAME,
+    GROUP,
+    PUPPET_TOKEN,
+    TOKEN,
+    MakeAdapter,
+    Received,
+    account_config,
+    binding,
+)
 
+from adapters.telegram import TelegramAdapter
 from tests.fakes.telegram import FakeTelegram, user
 
 ALICE = user("Alice", last_name="Liddell", username="alice", user_id=501)
@@ -220,7 +230,24 @@ async def test_each_chat_is_logged_once_with_its_id(
 
     lines = [r.getMessage() for r in caplog.records if str(GROUP) in r.getMessage()]
     assert len(lines) == 1
-    assert "Team room" in lines[0]
+    assert "Team room" in lines[0] and f'not bound; bind it with chat: "{GROUP}"' in lines[0]
+
+
+async def test_bound_chats_are_logged_as_bound(
+    fake: FakeTelegram, received: Received, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="adapters.telegram")
+    adapter = TelegramAdapter("main", account_config(fake), received)
+    adapter.use_bindings([binding()])
+    await adapter.start()
+    try:
+        fake.push_message(TOKEN, GROUP, ALICE, "hi")
+        await received.next()
+    finally:
+        await adapter.stop()
+
+    [line] = [r.getMessage() for r in caplog.records if str(GROUP) in r.getMessage()]
+    assert line.endswith("(bound)")
 
 
 async def test_updates_are_confirmed_so_a_restart_does_not_repeat_them(
