@@ -23,7 +23,7 @@ STATUSES: frozenset[str] = frozenset({"done", "partial", "failed"})
 PRIORITIES: frozenset[str] = frozenset({"low", "normal", "high"})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class ProtocolMessage:
     """One protocol message as read from chat text.
 
@@ -74,3 +74,23 @@ class ProtocolMessage:
             "expires": self.expires,
             "meta": dict(self.meta),
         }
+
+
+def assemble_message(
+    message_type: MessageType, to: str, fields: dict[str, Any], meta: dict[str, str], raw: str
+) -> ProtocolMessage:
+    """The parser's hot-path constructor; equal to `ProtocolMessage(...)` with these values.
+
+    A frozen dataclass sets each of its 17 attributes through `object.__setattr__`, which
+    was a fifth of a whole parse. `fields` holds only attribute names the parser produced
+    (already validated), so filling the instance dict in one call is safe; attributes left
+    out fall back to the class-level defaults exactly as the generated `__init__` would.
+    """
+    message = object.__new__(ProtocolMessage)
+    values = message.__dict__
+    values.update(fields)
+    values["type"] = message_type
+    values["to"] = to
+    values["meta"] = meta
+    values["raw"] = raw
+    return message

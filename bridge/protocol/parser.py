@@ -11,7 +11,13 @@ from typing import Any
 
 from bridge.protocol.depth import Depth, parse_depth
 from bridge.protocol.locate import Block, locate_block
-from bridge.protocol.model import PRIORITIES, STATUSES, MessageType, ProtocolMessage
+from bridge.protocol.model import (
+    PRIORITIES,
+    STATUSES,
+    MessageType,
+    ProtocolMessage,
+    assemble_message,
+)
 from bridge.protocol.syntax import (
     ARTICLE_FIELD_FOR_KEY,
     FIELD_FOR_KEY,
@@ -62,13 +68,8 @@ def _message_from_block(block: Block, text: str) -> ProtocolMessage | None:
     if "depth" in fields:
         depth_text = fields["depth"]
         fields["depth"] = _depth(depth_text, article) if depth_text else None
-    return ProtocolMessage(
-        type=message_type,
-        to=_target(block) if article else block.target,
-        meta=meta,
-        raw=text,
-        **fields,
-    )
+    to = _target(block) if article else block.target
+    return assemble_message(message_type, to, fields, meta, text)
 
 
 def _read_fields(body: str, known: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.protocol import Depth, MessageType, find_block, parse
+from bridge.protocol import Depth, MessageType, ProtocolMessage, find_block, parse
 
 FENCE = "```"
 
@@ -223,3 +223,19 @@ def test_depth_that_python_cannot_hold_is_none() -> None:
     digits = "9" * 5000
     message = parse(fenced(f"[REQUEST → @M]\nFrom: a\nRequestId: r\nTask: t\nDepth: {digits}/5"))
     assert message is not None and message.depth is None
+
+
+def test_parsed_message_equals_constructed_and_is_frozen() -> None:
+    import dataclasses
+
+    message = parse(SKILL_REQUEST)
+    assert message is not None
+    constructed = ProtocolMessage(
+        type=MessageType.REQUEST, to="Mantis", from_="Lotbot", request_id="lotbot-abc123",
+        task="Check the CLI", context="Weekly audit", depth=Depth(1, 5), priority="normal",
+        raw=SKILL_REQUEST,
+    )
+    assert message == constructed
+    assert dataclasses.replace(message, task="other").task == "other"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        message.task = "changed"  # type: ignore[misc]
