@@ -32,7 +32,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from bridge.config import ConfigError, load_section
-    from bridge.hub.config import HubConfig, parse_listen
+    from bridge.hub.config import HubConfig
+    from bridge.listen import parse_listen
 
     try:
         config = load_section(args.config, "hub", HubConfig)

@@ -79,7 +79,7 @@ class WebSection(BaseModel):
     @field_validator("listen")
     @classmethod
     def _listen(cls, value: str) -> str:
-        from bridge.web.server import parse_listen  # the server's own reading of the address
+        from bridge.listen import parse_listen
 
         parse_listen(value)
         return value

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bridge.listen import parse_listen
+
 CURRENT_PROTOCOL_VERSION = 3
 """Newest `/ws/bot` protocol version this hub speaks (seed 000 §4.1, plus v3 session keys)."""
 
@@ -19,18 +21,6 @@ MAX_GROUP_ID_LENGTH = 78
 
 RESERVED_NAMES = frozenset({"all"})
 """`@all` addresses everyone, so no bot may be called that."""
-
-
-def parse_listen(value: str) -> tuple[str, int]:
-    """Split `HOST:PORT` (or `[v6]:PORT`); raise ValueError naming what was wrong."""
-    host, sep, port_text = value.rpartition(":")
-    if not sep or not host:
-        raise ValueError(f"expected HOST:PORT, got {value!r}")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    if not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise ValueError(f"port must be a number from 0 to 65535, got {port_text!r}")
-    return host, int(port_text)
 
 
 def check_bot_name(name: str) -> str:

@@ -14,6 +14,7 @@ from aiohttp import web
 from aiohttp.abc import AbstractAccessLogger
 
 from bridge import __version__
+from bridge.listen import parse_listen
 
 log = logging.getLogger(__name__)
 
@@ -37,19 +38,6 @@ class DebugAccessLogger(AbstractAccessLogger):
     @property
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.DEBUG)
-
-
-def parse_listen(listen: str) -> tuple[str, int]:
-    """`"host:port"`, `"[::1]:port"` or `":port"` (all interfaces) → (host, port)."""
-    host, sep, port_text = listen.strip().rpartition(":")
-    if not sep or not port_text.isdigit():
-        raise ValueError(f"listen address {listen!r} must look like host:port, e.g. 127.0.0.1:8080")
-    port = int(port_text)
-    if port > 65535:
-        raise ValueError(f"listen port {port} is out of range 0-65535")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-    return host or "0.0.0.0", port
 
 
 async def _healthz(request: web.Request) -> web.Response:

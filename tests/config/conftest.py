@@ -10,12 +10,6 @@ from bridge.core import registry
 
 WriteConfig = Callable[..., Path]
 
-ENV = {
-    "BCN_LINK_TOKEN": "link-token-do-not-print",
-    "ECHO_BOT_TOKEN": "echo-token-do-not-print",
-    "TELEGRAM_BOT_TOKEN": "123:telegram-token-do-not-print",
-}
-"""The variables config/example.yaml needs; values tests check never appear in output."""
 
 
 @pytest.fixture

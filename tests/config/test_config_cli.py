@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from conftest import ENV
+from config_test_env import ENV
 
 import bridge.cli
 

@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from bridge.cli.hub import run
-from bridge.hub.config import HubConfig, parse_listen
+from bridge.hub.config import HubConfig
+from bridge.listen import parse_listen
 
 
 def test_defaults_and_driver_membership() -> None:
@@ -23,7 +24,7 @@ def test_defaults_and_driver_membership() -> None:
 
 
 @pytest.mark.parametrize("data, message", [
-    ({"listen": "localhost"}, "HOST:PORT"),
+    ({"listen": "localhost"}, "must look like host:port"),
     ({"listen": "h:99999"}, "port"),
     ({"link_tokens": [""]}, "must not be empty"),
     ({"groups": [{"id": "a"}, {"id": "a"}]}, "appears twice"),

@@ -9,7 +9,8 @@ import pytest
 from aiohttp import web
 
 from bridge import __version__
-from bridge.web.server import WebServer, parse_listen
+from bridge.listen import parse_listen
+from bridge.web.server import WebServer
 
 
 @pytest.mark.parametrize(
