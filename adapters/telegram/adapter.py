@@ -22,7 +22,7 @@ from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHand
 from telegram.request import HTTPXRequest
 
 from adapters.telegram.config import TelegramAccountConfig
-from adapters.telegram.errors import is_not_modified, is_parse_error, send_error
+from adapters.telegram.errors import is_not_modified, is_parse_error, send_error, start_error
 from adapters.telegram.inbound import CHANNEL_TYPE, chat_message, chat_title, to_inbound
 from adapters.telegram.outbound import (
     MAX_TEXT,
@@ -98,6 +98,7 @@ class TelegramAdapter(Adapter):
         self._chats_seen: set[int] = set()
         self._bound_chats: set[str] = set()
         self._accepting = False
+        self._requests: list[HTTPXRequest] = []
         if config.mode == "webhook":
             self._mount_webhook()
 
@@ -112,7 +113,17 @@ class TelegramAdapter(Adapter):
         app = self._build_application()
         app.add_handler(TypeHandler(Update, self._on_update))
         app.add_error_handler(self._on_handler_error)
-        await app.initialize()
+        failure = None
+        try:
+            await app.initialize()
+        except TelegramError as exc:
+            failure = start_error(exc, self.account)
+        if failure is not None:
+            # Raised outside the `except`: PTB's message for a rejected token contains the
+            # token, and a chained exception would carry it into every traceback.
+            for request in self._requests:
+                await request.shutdown()
+            raise failure
         self._app = app
         bot = app.bot
         log.info("telegram:%s connected as @%s (id %s)", self.account, bot.username, bot.id)
@@ -150,27 +161,22 @@ class TelegramAdapter(Adapter):
 
     def _build_application(self) -> Application[Any, Any, Any, Any, Any, Any]:
         config = self.settings
+        timeouts = {"connect_timeout": config.connect_timeout, "read_timeout": config.read_timeout}
+        api_request = HTTPXRequest(**timeouts)
         builder = (
             ApplicationBuilder()
             .token(config.token.get_secret_value())
             .base_url(config.bot_api_url)
             .base_file_url(config.bot_file_url)
-            .request(
-                HTTPXRequest(
-                    connect_timeout=config.connect_timeout, read_timeout=config.read_timeout
-                )
-            )
+            .request(api_request)
             .job_queue(None)
             .concurrent_updates(False)
         )
+        self._requests = [api_request]
         if config.mode == "polling":
-            builder = builder.get_updates_request(
-                PollingRequest(
-                    self._health,
-                    connect_timeout=config.connect_timeout,
-                    read_timeout=config.read_timeout,
-                )
-            )
+            polling_request = PollingRequest(self._health, **timeouts)
+            self._requests.append(polling_request)
+            builder = builder.get_updates_request(polling_request)
         else:
             builder = builder.updater(None)
         return builder.build()

@@ -59,3 +59,18 @@ def send_error(exc: TelegramError, action: str) -> SendError:
     if isinstance(exc, TimedOut | NetworkError):
         return TransientSendError(detail)
     return PermanentSendError(detail)
+
+
+class TelegramStartError(RuntimeError):
+    """The account could not start; the message is safe to log (no token in it or its cause)."""
+
+
+def start_error(exc: TelegramError, account: str) -> TelegramStartError:
+    if isinstance(exc, InvalidToken):
+        return TelegramStartError(
+            f"telegram:{account}: the Bot API rejected the bot token "
+            f"(check accounts.telegram.{account}.token)"
+        )
+    return TelegramStartError(
+        f"telegram:{account} could not reach the Bot API: {redact(f'{type(exc).__name__}: {exc}')}"
+    )

@@ -5,8 +5,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import GROUP, PUPPET_TOKEN, TOKEN, MakeAdapter, outbound
+from conftest import GROUP, PUPPET_TOKEN, TOKEN, MakeAdapter, Received, account_config, outbound
 
+from adapters.telegram import TelegramAdapter
+from adapters.telegram.errors import TelegramStartError
 from adapters.telegram.outbound import MAX_TEXT, TELEGRAM_MAX_TEXT, visible_text
 from bridge.core.adapter import PermanentSendError, TransientSendError
 from bridge.core.model import OutboundKind, PlatformRef
@@ -286,3 +288,17 @@ async def test_long_reply_split_by_the_core_arrives_in_valid_parts(
     assert all(len(text.encode("utf-16-le")) // 2 <= TELEGRAM_MAX_TEXT for text in shown)
     joined = " ".join(text.removeprefix("Mantis\n").strip() for text in shown)
     assert joined.split() == visible_text(rendered).split()
+
+
+async def test_rejected_token_fails_start_without_showing_the_token(
+    fake: FakeTelegram, received: Received
+) -> None:
+    wrong = "555555555:WRONGwrongWRONGwrongWRONGwrong12345"
+    adapter = TelegramAdapter("main", account_config(fake, token=wrong), received)
+
+    with pytest.raises(TelegramStartError, match="rejected the bot token") as caught:
+        await adapter.start()
+
+    assert caught.value.__cause__ is None and caught.value.__context__ is None
+    assert wrong.partition(":")[2] not in str(caught.value)
+    await adapter.stop()  # harmless after a failed start
