@@ -9,6 +9,7 @@ chat platform has either.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
@@ -36,6 +37,10 @@ from bridge.text.protocol_blocks import is_protocol_header
 
 _MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("strikethrough")
 
+# One line of words and everyday punctuation, starting and ending with a word character:
+# nothing Markdown would read as markup, so it is one paragraph of text as written.
+_PLAIN_LINE = re.compile(r"[A-Za-z][A-Za-z0-9 ,.?!'\";:()]*[A-Za-z0-9.?!)]|[A-Za-z]")
+
 _STYLE_OPENERS = {"strong_open": Style.BOLD, "em_open": Style.ITALIC, "s_open": Style.STRIKE}
 _CLOSERS = {"strong_close", "em_close", "s_close", "link_close"}
 
@@ -43,6 +48,8 @@ _CLOSERS = {"strong_close", "em_close", "s_close", "link_close"}
 def parse_markdown(markdown: str) -> Document:
     """Parse the common Markdown dialect into a Document; never raises on text input."""
     source = str(markdown).replace("\r\n", "\n").replace("\r", "\n")
+    if _PLAIN_LINE.fullmatch(source) and "  " not in source:
+        return Document((Paragraph((Text(source),)),))  # the common case, without a parser
     lines = source.split("\n")
     tokens = _MARKDOWN.parse(source)
     blocks, _ = _blocks(tokens, 0, lines, top_level=True)
