@@ -1,37 +1,19 @@
-"""What the end-to-end tests share: config, the running system, waiting helpers."""
+"""What the relay's end-to-end tests share: their config and a view of the test chat."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from recording_adapter import Chat, Posted, RecordingAdapter
-
-from bridge.app import BridgeApp
-from bridge.bcn.bot import Bot
 from bridge.config.schema import BridgeConfig
 from bridge.core import registry
+from tests.e2e.recording_adapter import Chat, Posted, RecordingAdapter
+from tests.support.running_bridge import WAIT, RunningBridge, bridge_config
 
-os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
-
-WAIT = 10.0
-"""Upper bound for something to show up; tests never assert how long it took."""
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, delta: timedelta) -> None:
-        self.now += delta
+__all__ = ["WAIT", "System", "make_config", "texts"]
 
 
 def make_config(tmp_path: Path, *, binding: dict[str, Any] | None = None,
@@ -43,23 +25,12 @@ def make_config(tmp_path: Path, *, binding: dict[str, Any] | None = None,
         bindings.append({"channel": "webchat:main", "chat": "lobby", "group": "demo",
                          "protocol": {"enabled": True, "deliver": "raw"}})
         accounts["webchat"] = {"main": registry.account_config_model("webchat")()}
-    return BridgeConfig.model_validate({
-        "hub": {"listen": "127.0.0.1:0", "data_dir": str(tmp_path / "hub"),
-                "bot_reply_default": "observe",
-                "groups": [{"id": "demo", "driver": "Echo", "bots": ["Echo", "Rules"],
-                            "auto_join": True}], **(hub or {})},
-        "bcn": {"url": "embedded"},
-        "store": f"sqlite:///{tmp_path / 'bridge.db'}",
-        "web": {"listen": "127.0.0.1:0", "enabled": webchat},
-        "bindings": bindings,
-    }).model_copy(update={"accounts": accounts})
+    return bridge_config(tmp_path, bindings=bindings, accounts=accounts, hub=hub, web=webchat)
 
 
 @dataclass
-class System:
-    app: BridgeApp
-    clock: FakeClock
-    bots: list[Bot] = field(default_factory=list)
+class System(RunningBridge):
+    """A running bridge whose one chat is the in-test `testchat:main` room."""
 
     @property
     def chat_adapter(self) -> RecordingAdapter:
@@ -76,14 +47,6 @@ class System:
             while not (found := predicate(chat.messages)):
                 await chat.changed.wait()
         return found
-
-    async def wait_for_bots(self, *names: str) -> None:
-        relay = self.app.relay
-        assert relay is not None
-        async with asyncio.timeout(WAIT):
-            while not set(names) <= set(relay.ctx.participants.get("demo", [])):
-                await relay._refresh_group("demo")
-                await asyncio.sleep(0.02)
 
 
 def texts(messages: list[Posted], sender: str | None = None) -> list[str]:

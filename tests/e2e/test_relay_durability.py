@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import asyncio
 
-from e2e_support import WAIT, texts
-from recording_adapter import RecordingAdapter
-
 from bridge.bcn.bot import Bot, IncomingMessage, Run
+from tests.e2e.e2e_support import WAIT, texts
+from tests.e2e.recording_adapter import RecordingAdapter
 
 
 async def test_platform_outage_delays_but_keeps_order(start_system):

@@ -5,9 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from e2e_support import WAIT, texts
-
 from bridge.protocol import build_request, parse
+from tests.e2e.e2e_support import WAIT, texts
 
 
 def finals_from(messages, sender):  # type: ignore[no-untyped-def]

@@ -4,87 +4,49 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import BOT_USERNAME, GROUP, TOKEN, account_config
+from telegram_support import BOT_USERNAME, GROUP, TOKEN, account_config
 
-from bridge.app import BridgeApp
-from bridge.config.schema import BridgeConfig
-from bridge.demo import start_demo_bots
 from bridge.protocol import build_request, parse
 from tests.fakes.telegram import FakeTelegram, user
-
-WAIT = 10.0
-"""Upper bound for something to show up; tests never assert how long it took."""
+from tests.support.running_bridge import WAIT, BridgeStarter, RunningBridge, bridge_config
 
 ADA = user("Ada", user_id=601)
 LOTBOT = user("Lotbot", username="lotbot", is_bot=True, user_id=4242)
 
 
 @dataclass
-class System:
-    app: BridgeApp
-    fake: FakeTelegram
-    bots: list[Any] = field(default_factory=list)
-
-    async def wait_for_bots(self, *names: str) -> None:
-        relay = self.app.relay
-        assert relay is not None
-        async with asyncio.timeout(WAIT):
-            while not set(names) <= set(relay.ctx.participants.get("demo", [])):
-                await relay._refresh_group("demo")
-                await asyncio.sleep(0.02)
+class System(RunningBridge):
+    fake: FakeTelegram | None = None
 
     async def shown(self, predicate: Callable[[list[str]], Any]) -> Any:
         """Wait until `predicate(texts the bots posted, as shown now)` is truthy."""
-        return await self.fake.wait_until(lambda: predicate(self.fake.bot_texts(GROUP)), WAIT)
-
-
-def bridge_config(tmp_path: Path, fake: FakeTelegram, deliver: str) -> BridgeConfig:
-    config = BridgeConfig.model_validate({
-        "hub": {"listen": "127.0.0.1:0", "data_dir": str(tmp_path / "hub"),
-                "bot_reply_default": "observe",
-                "groups": [{"id": "demo", "driver": "Echo", "bots": ["Echo", "Rules"],
-                            "auto_join": True}]},
-        "bcn": {"url": "embedded"},
-        "store": f"sqlite:///{tmp_path / 'bridge.db'}",
-        "web": {"listen": "127.0.0.1:0", "enabled": False},
-        "bindings": [{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
-                      "protocol": {"enabled": True, "deliver": deliver}}],
-    })  # fmt: skip
-    return config.model_copy(update={"accounts": {"telegram": {"main": account_config(fake)}}})
+        fake = self.fake
+        assert fake is not None
+        return await fake.wait_until(lambda: predicate(fake.bot_texts(GROUP)), WAIT)
 
 
 @pytest.fixture
 async def start_system(
     tmp_path: Path, fake: FakeTelegram
 ) -> AsyncIterator[Callable[..., Any]]:
-    started: list[System] = []
+    starter = BridgeStarter(tmp_path)
 
     async def start(*, bots: bool = True, stream: bool = True, deliver: str = "raw") -> System:
-        app = BridgeApp(
-            bridge_config(tmp_path, fake, deliver),
-            sweep_interval=3600,
-            relay_options={"outbox_retry_initial": 0.02},
+        config = bridge_config(
+            tmp_path,
+            bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
+                       "protocol": {"enabled": True, "deliver": deliver}}],
+            accounts={"telegram": {"main": account_config(fake)}},
         )
-        await app.start()
-        system = System(app, fake)
-        started.append(system)
-        assert app.relay is not None
-        await app.relay.link.wait_ready(WAIT)
-        if bots:
-            system.bots = await start_demo_bots(app.bcn_url, tmp_path, stream=stream)
-            await system.wait_for_bots("Echo", "Rules")
-        return system
+        return await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
 
     yield start
-    for system in reversed(started):
-        for bot in system.bots:
-            await bot.stop()
-        await system.app.stop()
+    await starter.close()
 
 
 def without_prefix(text: str, name: str) -> str | None:

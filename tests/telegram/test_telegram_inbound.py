@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import (
+from telegram_support import (
     BOT_USERNAME,
     GROUP,
     PUPPET_TOKEN,

@@ -5,7 +5,15 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import GROUP, PUPPET_TOKEN, TOKEN, MakeAdapter, Received, account_config, outbound
+from telegram_support import (
+    GROUP,
+    PUPPET_TOKEN,
+    TOKEN,
+    MakeAdapter,
+    Received,
+    account_config,
+    outbound,
+)
 
 from adapters.telegram import TelegramAdapter
 from adapters.telegram.errors import TelegramStartError

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 import pytest
-from conftest import GROUP, TOKEN, MakeAdapter, Received
+from telegram_support import GROUP, TOKEN, MakeAdapter, Received
 
 from tests.fakes.telegram import FakeTelegram, user
 

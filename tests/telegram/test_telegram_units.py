@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 
 import pytest
-from conftest import TOKEN
 from pydantic import ValidationError
 from telegram.error import BadRequest, ChatMigrated, Forbidden, NetworkError, RetryAfter, TimedOut
+from telegram_support import TOKEN
 
 from adapters.telegram import TelegramAccountConfig
 from adapters.telegram.commands import address_command

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import aiohttp
 import pytest
-from conftest import GROUP, TOKEN, MakeAdapter, Received, account_config
+from telegram_support import GROUP, TOKEN, MakeAdapter, Received, account_config
 
 from adapters.telegram import TelegramAdapter
 from bridge.web.server import WebServer

@@ -1,0 +1,109 @@
+"""Real python-telegram-bot against the fake Bot API server in `tests/fakes/telegram.py`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from adapters.telegram import TelegramAccountConfig, TelegramAdapter
+from bridge.core.binding import Binding
+from bridge.core.model import Inbound, Outbound
+from bridge.web.server import WebServer
+from tests.fakes.telegram import FakeTelegram
+
+for _name in ("NO_PROXY", "no_proxy"):
+    os.environ[_name] = ",".join(
+        filter(None, [os.environ.get(_name, ""), "127.0.0.1", "localhost"])
+    )
+
+TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"
+PUPPET_TOKEN = "987654321:BBKqTcvCH1vGWJxfSeofSAs0K5PALDsawZ"
+GROUP = -1001234567890
+BOT_USERNAME = "BridgeBot"
+
+
+class Received:
+    """The adapter's sink: every Inbound, in order."""
+
+    def __init__(self) -> None:
+        self.items: list[Inbound] = []
+        self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
+
+    async def __call__(self, inbound: Inbound) -> None:
+        self.items.append(inbound)
+        self._queue.put_nowait(inbound)
+
+    async def next(self, timeout: float = 5.0) -> Inbound:
+        return await asyncio.wait_for(self._queue.get(), timeout)
+
+    def empty(self) -> bool:
+        return self._queue.empty()
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeTelegram]:
+    server = FakeTelegram()
+    server.add_bot(TOKEN, BOT_USERNAME)
+    server.add_bot(PUPPET_TOKEN, "MantisBot")
+    server.add_chat(GROUP, title="Team room")
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def received() -> Received:
+    return Received()
+
+
+def account_config(fake: FakeTelegram, **overrides: Any) -> TelegramAccountConfig:
+    """Fast test settings: short long polls, short timeouts."""
+    settings: dict[str, Any] = {
+        "token": TOKEN,
+        "api_base_url": fake.url,
+        "poll_timeout": 1,
+        "poll_interval": 0,
+        "connect_timeout": 2,
+        "read_timeout": 2,
+    }
+    settings.update(overrides)
+    return TelegramAccountConfig.model_validate(settings)
+
+
+MakeAdapter = Callable[..., Awaitable[TelegramAdapter]]
+
+
+@pytest.fixture
+async def make_adapter(
+    fake: FakeTelegram, received: Received
+) -> AsyncIterator[MakeAdapter]:
+    """Start a TelegramAdapter (account "main") on the fake; all are stopped afterwards."""
+    running: list[TelegramAdapter] = []
+
+    async def make(*, web: WebServer | None = None, **overrides: Any) -> TelegramAdapter:
+        adapter = TelegramAdapter("main", account_config(fake, **overrides), received, web=web)
+        if web is not None and not web.running:
+            await web.start()
+        await adapter.start()
+        running.append(adapter)
+        return adapter
+
+    yield make
+    for adapter in running:
+        await adapter.stop()
+
+
+def binding(chat: int = GROUP, thread: str | None = None) -> Binding:
+    return Binding(channel="telegram:main", chat=str(chat), thread=thread, group="team")
+
+
+def outbound(text: str, *, sender: str = "Mantis", chat: int = GROUP, **fields: Any) -> Outbound:
+    """What the core hands the adapter: `text` already Telegram HTML, within max_length."""
+    thread = fields.pop("thread", None)
+    return Outbound(
+        binding=binding(chat, thread), conversation="c1", sender_label=sender, text=text, **fields
+    )
