@@ -97,6 +97,7 @@ class BridgeApp:
                 adapter.use_bindings(
                     [b for b in config.bindings if b.channel == adapter.channel]
                 )
+                adapter.use_commands(config.commands)
                 self.adapters.append(adapter)
                 self.relay.add_adapter(adapter)
         if self.web is not None:

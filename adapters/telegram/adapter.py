@@ -129,7 +129,7 @@ class TelegramAdapter(Adapter):
         log.info("telegram:%s connected as @%s (id %s)", self.account, bot.username, bot.id)
         if warning := privacy_warning(bot, self.account):
             log.warning(warning)
-        await register_commands(bot, self.account)
+        await register_commands(bot, self.account, self.commands)
         await self._puppets.start()
         self._own_ids = frozenset({bot.id, *self._puppets.ids})
         await app.start()
@@ -260,7 +260,8 @@ class TelegramAdapter(Adapter):
 
     async def send(self, out: Outbound) -> PlatformRef:
         chat_id = platform_chat_id(out.binding.chat)
-        thread_id = int(out.binding.thread) if out.binding.thread else None
+        thread = out.thread_id or out.binding.thread
+        thread_id = int(thread) if thread and thread.lstrip("-").isdigit() else None
         reply = (
             ReplyParameters(message_id=int(out.reply_to), allow_sending_without_reply=True)
             if out.reply_to and out.reply_to.isdigit()

@@ -13,13 +13,25 @@ from typing import Any
 
 from telegram import BotCommand
 
-BRIDGE_COMMANDS: tuple[BotCommand, ...] = (
-    BotCommand("ask", "Ask a bot to do something: /ask <Bot> <task>"),
-    BotCommand("requests", "List the open bot requests in this chat"),
-    BotCommand("stop", "Stop the bot reply that is running"),
-    BotCommand("new", "Start a fresh bot session for this chat"),
-)
-"""What `setMyCommands` registers, so Telegram offers them in its command menu."""
+from bridge.config.sections import CommandNames
+
+COMMAND_DESCRIPTIONS: dict[str, str] = {
+    "ask": "Ask a bot to do something: /ask <Bot> <task>",
+    "requests": "List the open bot requests in this chat",
+    "stop": "Stop the bot reply that is running",
+    "new": "Start a fresh bot session for this chat",
+}
+
+
+def bridge_commands(names: CommandNames | None = None) -> list[BotCommand]:
+    """What `setMyCommands` registers: the configured words, disabled ones left out."""
+    names = names or CommandNames()
+    commands = []
+    for role, description in COMMAND_DESCRIPTIONS.items():
+        word = getattr(names, role)
+        if word:
+            commands.append(BotCommand(str(word).removeprefix("/"), description))
+    return commands
 
 
 @dataclass(frozen=True, slots=True)

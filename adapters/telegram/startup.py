@@ -11,8 +11,9 @@ import logging
 from telegram import Bot
 from telegram.error import TelegramError
 
-from adapters.telegram.commands import BRIDGE_COMMANDS
+from adapters.telegram.commands import bridge_commands
 from adapters.telegram.redaction import redact
+from bridge.config.sections import CommandNames
 
 log = logging.getLogger(__name__)
 
@@ -30,13 +31,15 @@ def privacy_warning(bot: Bot, account: str) -> str | None:
     )
 
 
-async def register_commands(bot: Bot, account: str) -> None:
+async def register_commands(
+    bot: Bot, account: str, names: CommandNames | None = None
+) -> None:
     """`setMyCommands`, so Telegram offers /ask, /requests, /stop and /new in its menu.
 
     A failure here costs only the menu, so it is logged and start goes on.
     """
     try:
-        await bot.set_my_commands(list(BRIDGE_COMMANDS))
+        await bot.set_my_commands(bridge_commands(names))
     except TelegramError as exc:
         log.warning(
             "telegram:%s could not register its commands: %s", account, redact(str(exc))

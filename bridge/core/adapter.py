@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
+from bridge.config.sections import CommandNames
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef
 
@@ -77,6 +78,8 @@ class Adapter(ABC):
         self.config = config
         self.sink = sink
         self.web = web
+        self.bindings: list[Binding] = []
+        self.commands = CommandNames()
 
     @property
     def channel(self) -> str:
@@ -85,6 +88,10 @@ class Adapter(ABC):
     def use_bindings(self, bindings: list[Binding]) -> None:
         """The bindings of this account, before `start()` (e.g. to flag unbound chats)."""
         self.bindings = bindings
+
+    def use_commands(self, commands: CommandNames) -> None:
+        """The chat command words in use (for platforms with a native command menu)."""
+        self.commands = commands
 
     @abstractmethod
     async def start(self) -> None:

@@ -94,6 +94,8 @@ class Outbound:
     sender_label: str
     text: str
     kind: OutboundKind = OutboundKind.FINAL
+    thread_id: str | None = None
+    """The thread/topic to post in (the binding's own, or the one the message came from)."""
     run_id: str | None = None
     reply_to: str | None = None
     edit_of: PlatformRef | None = None

@@ -218,6 +218,7 @@ class Outbox:
     def _outbound(binding: Binding, item: OutboxItem, text: str, index: int) -> Outbound:
         return Outbound(
             binding=binding,
+            thread_id=Lane.from_key(item.lane).thread_id or binding.thread,
             conversation=item.conversation,
             sender_label=item.sender_label,
             text=text,

@@ -264,3 +264,14 @@ def test_invalid_depth_gets_a_clear_plain_answer():
 def test_names_with_spaces_are_refused():
     with pytest.raises(ValueError, match="one-word"):
         RulesBrain("Rule Bot")
+
+
+def test_markdown_escaped_chat_text_is_read_as_typed() -> None:
+    """Platforms hand bots Markdown: a typed `6*7` can arrive as `6\\*7`."""
+    from datetime import UTC, datetime
+
+    from bridge.bcn.examples.rules import RulesBrain
+
+    brain = RulesBrain("Rules")
+    answer = brain.reply(r"what is 6\*7", session_key="s", now=datetime(2026, 1, 1, tzinfo=UTC))
+    assert answer == "6*7 = 42"

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from adapters.telegram import TelegramAccountConfig, TelegramAdapter
+from bridge.config.sections import CommandNames
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound
 from bridge.web.server import WebServer
@@ -84,8 +85,12 @@ async def make_adapter(
     """Start a TelegramAdapter (account "main") on the fake; all are stopped afterwards."""
     running: list[TelegramAdapter] = []
 
-    async def make(*, web: WebServer | None = None, **overrides: Any) -> TelegramAdapter:
+    async def make(
+        *, web: WebServer | None = None, commands: CommandNames | None = None, **overrides: Any
+    ) -> TelegramAdapter:
         adapter = TelegramAdapter("main", account_config(fake, **overrides), received, web=web)
+        if commands is not None:
+            adapter.use_commands(commands)
         if web is not None and not web.running:
             await web.start()
         await adapter.start()

@@ -18,6 +18,7 @@ from telegram_support import (
 from adapters.telegram import TelegramAdapter
 from adapters.telegram.errors import TelegramStartError
 from adapters.telegram.outbound import MAX_TEXT, TELEGRAM_MAX_TEXT, visible_text
+from bridge.config.sections import CommandNames
 from bridge.core.adapter import PermanentSendError, TransientSendError
 from bridge.core.model import OutboundKind, PlatformRef
 from bridge.text import split_for
@@ -251,6 +252,25 @@ async def test_start_registers_commands_and_quiet_privacy(
     assert all(c["description"] for c in fake.commands[TOKEN])
     assert "privacy mode" not in caplog.text
     assert "connected as @BridgeBot" in caplog.text
+
+
+async def test_renamed_and_disabled_commands_shape_the_menu(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    await make_adapter(commands=CommandNames(ask="delegate", stop=False))
+
+    assert [c["command"] for c in fake.commands[TOKEN]] == ["delegate", "requests", "new"]
+
+
+async def test_a_reply_goes_to_the_topic_it_belongs_to(
+    fake: FakeTelegram, make_adapter: MakeAdapter
+) -> None:
+    adapter = await make_adapter()
+    await adapter.send(outbound("in the topic", thread_id="9"))
+    await adapter.send(outbound("in the bound topic", thread="5", thread_id=None))
+
+    sent = [call.params for call in fake.calls if call.method == "sendMessage"]
+    assert [params.get("message_thread_id") for params in sent] == [9, 5]
 
 
 async def test_privacy_mode_is_warned_about_with_the_fix(

@@ -64,7 +64,7 @@ class RulesBrain:
         message = parse(text)
         try:
             if message is None:
-                return self._reply_plain(text, session_key, now)
+                return self._reply_plain(unescape_markdown(text), session_key, now)
             return self._reply_protocol(message, session_key, now)
         except ValueError as exc:  # e.g. a depth no builder will accept (max above the cap)
             return f"I cannot answer that in protocol form: {exc}"
@@ -148,6 +148,14 @@ class RulesBrain:
         request_id = pending.request.request_id if pending.request is not None else None
         if request_id and self._by_request.get(request_id) is pending:
             del self._by_request[request_id]
+
+
+_MARKDOWN_ESCAPE = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def unescape_markdown(text: str) -> str:
+    """Chat text reaches bots as Markdown, so a typed `6*7` may arrive as `6\\*7`."""
+    return _MARKDOWN_ESCAPE.sub(r"\1", text)
 
 
 def reply_depth(depth: Depth) -> Depth:
