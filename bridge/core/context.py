@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bridge.background import Background
 from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
@@ -28,6 +29,7 @@ from bridge.tracking import Tracker
 log = logging.getLogger(__name__)
 
 BRIDGE_NAME = "bcn-bridge"
+TYPING_EVERY = 4.0
 
 
 @dataclass(slots=True)
@@ -50,7 +52,9 @@ class RelayContext:
     clarifying_lanes: set[str] = field(default_factory=set)
     """Lanes that may hold a CLARIFY waiting for a human (saves a query per message)."""
     """run id → the text streamed so far (deltas are increments)."""
+    background: Background = field(default_factory=lambda: Background("relay-io"))
     _warned_unbound: set[str] = field(default_factory=set)
+    _typing_at: dict[str, float] = field(default_factory=dict)
 
     def binding_for(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
         """The most specific binding: a thread-pinned one beats a whole-chat one."""
@@ -153,6 +157,25 @@ class RelayContext:
                 f"{guard.window_seconds:g}s without a human. Say something to resume.",
             )
         return verdict is Verdict.ALLOW
+
+    def show_typing(self, lane: Lane) -> None:
+        """Tell the chat a bot is working (platforms with a typing indicator), at most
+        once per `TYPING_EVERY` seconds per chat: the indicator lasts about five seconds."""
+        adapter = self.adapters.get(lane.channel)
+        if adapter is None or not adapter.capabilities.typing:
+            return
+        now = time.monotonic()
+        if now - self._typing_at.get(lane.key, -TYPING_EVERY) < TYPING_EVERY:
+            return
+        self._typing_at[lane.key] = now
+
+        async def typing() -> None:
+            try:
+                await adapter.typing(lane.chat_id, lane.thread_id)
+            except Exception as exc:  # a missing indicator is not worth more than a line
+                log.debug("typing indicator in %s failed: %s", lane.key, exc)
+
+        self.background.spawn(typing(), name=f"typing:{lane.key}")
 
     async def notice(self, lane: Lane, binding: Binding, markdown: str) -> None:
         """A message from the bridge itself (command answers, timeouts, guards)."""

@@ -246,6 +246,9 @@ class InboundPipeline:
         payload = await self.ctx.link.request("channel.inbound", params)
         if session := payload.get("bcs_session_id"):
             self.ctx.sessions[lane.key] = session
+        if any(d.get("method") == "chat.send" for d in payload.get("deliveries") or []
+               if isinstance(d, dict)):
+            self.ctx.show_typing(lane)
         return payload
 
 

@@ -59,6 +59,7 @@ class OutboundPipeline:
                 return
             streamed = ctx.runs.get(run_id, "") + text
             ctx.runs[run_id] = streamed
+            ctx.show_typing(lane)
             if not ctx.loop_guard.is_paused(lane.key) and streamed.strip():
                 await ctx.post(lane, binding, streamed, sender_label=bot,
                                kind=OutboundKind.DELTA, run_id=run_id, conversation=session)

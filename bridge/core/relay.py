@@ -97,6 +97,7 @@ class Relay:
 
     async def stop(self) -> None:
         await self._background.cancel_all()
+        await self.ctx.background.cancel_all()
         for adapter in reversed(list(self.ctx.adapters.values())):
             try:
                 await adapter.stop()

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from telegram_support import BOT_USERNAME, GROUP, TOKEN, account_config
+from telegram_support import BOT_USERNAME, GROUP, PUPPET_TOKEN, TOKEN, account_config
 
 from bridge.protocol import build_request, parse
 from tests.fakes.telegram import FakeTelegram, user
@@ -36,12 +36,14 @@ async def start_system(
 ) -> AsyncIterator[Callable[..., Any]]:
     starter = BridgeStarter(tmp_path)
 
-    async def start(*, bots: bool = True, stream: bool = True, deliver: str = "raw") -> System:
+    async def start(
+        *, bots: bool = True, stream: bool = True, deliver: str = "raw", **account: Any
+    ) -> System:
         config = bridge_config(
             tmp_path,
             bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
                        "protocol": {"enabled": True, "deliver": deliver}}],
-            accounts={"telegram": {"main": account_config(fake)}},
+            accounts={"telegram": {"main": account_config(fake, **account)}},
         )
         return await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
 
@@ -73,6 +75,19 @@ async def test_human_message_gets_a_streamed_reply_under_the_bot_name(start_syst
     assert system.fake.calls_to("editMessageText")  # streamed: posted, then edited in place
     sent = system.fake.calls_to("sendMessage")
     assert all(call.params["text"].startswith("<b>Echo</b>\n") for call in sent)
+    typing = system.fake.calls_to("sendChatAction")
+    assert typing and typing[0].params["action"] == "typing"
+
+
+async def test_a_puppet_bot_posts_the_reply_as_itself(start_system) -> None:
+    system = await start_system(stream=False, puppets={"Echo": PUPPET_TOKEN})
+    system.fake.push_message(TOKEN, GROUP, ADA, "who answers this?")
+
+    await system.shown(lambda texts: "who answers this?" in texts)
+
+    [posted] = system.fake.calls_to("sendMessage", token=PUPPET_TOKEN)
+    assert posted.params["text"] == "who answers this?"  # no name prefix: it is Echo's own
+    assert system.fake.calls_to("sendMessage", token=TOKEN) == []
 
 
 async def test_protocol_request_from_another_telegram_bot_is_answered(start_system) -> None:
