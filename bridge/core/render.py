@@ -19,7 +19,3 @@ def render_parts(markdown: str, binding: Binding, capabilities: Capabilities) ->
     parts = split_for(rendered, capabilities.dialect, limit=capabilities.max_length)
     return parts or [rendered]
 
-
-def render_preview(markdown: str, binding: Binding, capabilities: Capabilities) -> str:
-    """A streaming preview: only the first part, so a long reply grows in one message."""
-    return render_parts(markdown, binding, capabilities)[0]
