@@ -223,9 +223,15 @@ class InboundPipeline:
         if binding_id is None:
             await self.ctx.link.wait_ready()
             binding_id = self.ctx.link.binding_id(binding)
+        msg_id = msg.message_id
+        if msg.is_edit:
+            # An edit is a new message to the bots (BCN has no edits), with its own id so the
+            # hub's duplicate filter does not take it for the original.
+            msg_id = f"{msg.message_id}#edit-{int(msg.timestamp.timestamp())}"
+            text = f"(edited) {text}"
         params: dict[str, Any] = {
             "binding_id": binding_id,
-            "msg_id": msg.message_id,
+            "msg_id": msg_id,
             "sender": {"user_id": msg.sender.id, "name": msg.sender.name,
                        "is_bot": msg.sender.is_bot},
             "text": text,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict
@@ -99,13 +100,14 @@ class RecordingAdapter(Adapter):
     async def say(
         self, chat_id: str, text: str, *, name: str = "Ada", user_id: str = "u-ada",
         message_id: str | None = None, is_bot: bool = False, reply_to: str | None = None,
-        mentions: tuple[str, ...] = (),
+        mentions: tuple[str, ...] = (), is_edit: bool = False, timestamp: datetime | None = None,
     ) -> str:
         """A person (or a platform bot) writes in the chat."""
         message_id = message_id or f"h{next(_ids)}"
         await self.sink(Inbound(
             channel_type=self.channel_type, account=self.account, chat_id=chat_id,
             message_id=message_id, sender=Sender(user_id, name, is_bot), text=text,
-            reply_to=reply_to, mentions=mentions,
+            reply_to=reply_to, mentions=mentions, is_edit=is_edit,
+            timestamp=timestamp or datetime.now(UTC),
         ))
         return message_id

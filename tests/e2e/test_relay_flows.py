@@ -7,6 +7,7 @@ from datetime import timedelta
 
 from bridge.protocol import build_request, parse
 from tests.e2e.e2e_support import WAIT, texts
+from tests.e2e.recording_adapter import RecordingAdapter
 
 
 def finals_from(messages, sender):  # type: ignore[no-untyped-def]
@@ -188,3 +189,22 @@ async def test_new_starts_a_fresh_session_and_unknown_commands_get_help(start_sy
     assert "/ask <Bot> <task>" in help_text[0].text
     await system.chat_adapter.say("room", "/requests")
     await system.wait_for(lambda ms: [m for m in ms if "No open requests" in m.text])
+
+
+async def test_edits_are_relayed_only_where_the_binding_allows(start_system):
+    from datetime import UTC, datetime
+
+    for relay_edits in (False, True):
+        RecordingAdapter.chats.clear()
+        system = await start_system(binding={"relay_edits": relay_edits})
+        original = f"m-{relay_edits}"  # the bridge's store outlives each run of the loop
+        await system.chat_adapter.say("room", "first take", message_id=original)
+        await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+        await system.chat_adapter.say("room", "second take", message_id=original, is_edit=True,
+                                      timestamp=datetime(2026, 11, 29, 13, 0, tzinfo=UTC))
+        await system.chat_adapter.say("room", "marker")
+        expected = {"first take", "marker"} | ({"(edited) second take"} if relay_edits else set())
+        await system.wait_for(lambda ms, want=expected: want <= set(texts(finals_from(ms, "Echo"))))
+        await system.app.relay.outbox.wait_idle()
+        assert sorted(texts(finals_from(system.chat.messages, "Echo"))) == sorted(expected)
+        await system.stop()
