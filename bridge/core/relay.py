@@ -32,6 +32,9 @@ from bridge.tracking import Tracker
 
 log = logging.getLogger(__name__)
 
+HOUSEKEEPING_EVERY = 240
+"""Sweeps between two housekeeping passes (an hour at the default 15 s sweep)."""
+
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
@@ -50,8 +53,10 @@ class Relay:
         sweep_interval: float = 15.0,
         bridge_name: str = BRIDGE_NAME,
         outbox_retry_initial: float = 0.5,
+        retention: timedelta = timedelta(days=7),
     ) -> None:
         self.sweep_interval = sweep_interval
+        self.retention = retention
         self._background = Background("relay")
         self.link = LinkClient(
             link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
@@ -157,12 +162,30 @@ class Relay:
 
     # ------------------------------------------------------------------ timeouts
     async def _sweep_forever(self) -> None:
+        sweeps = 0
         while True:
             await asyncio.sleep(self.sweep_interval)
+            sweeps += 1
             try:
                 await self.sweep_once()
+                if sweeps % HOUSEKEEPING_EVERY == 0:
+                    await self.forget_old()
             except Exception:
                 log.exception("timeout sweep failed")
+
+    async def forget_old(self, now: datetime | None = None) -> int:
+        """Drop state older than `retention`: seen ids, the message map, finished requests.
+
+        Without it these grow forever; a week is far longer than any platform redelivers
+        a message or anyone replies to a bot's question.
+        """
+        cut = (now or self.ctx.clock()) - self.retention
+        store = self.ctx.store
+        removed = await store.seen.prune(cut) + await store.message_map.prune(cut)
+        removed += await self.ctx.tracker.cleanup(self.retention, now or self.ctx.clock())
+        if removed:
+            log.info("housekeeping: forgot %d record(s) older than %s", removed, self.retention)
+        return removed
 
     async def sweep_once(self, now: datetime | None = None) -> list[Conversation]:
         """Close timed-out conversations and post a notice in each one's chat."""

@@ -105,3 +105,17 @@ async def test_identity_forwarding_as_seen_by_a_bot(start_system, tmp_path):
         await spy.stop()
         system.bots = []
         await system.app.stop()
+
+
+async def test_old_state_is_forgotten_after_the_retention(start_system):
+    from datetime import timedelta
+
+    system = await start_system()
+    await system.chat_adapter.say("room", "remember me", message_id="old-1")
+    await system.wait_for(lambda ms: [m for m in ms if m.kind == "final"])
+    relay = system.app.relay
+    assert await relay.forget_old() == 0  # nothing is a week old yet
+    forgotten = await relay.forget_old(system.clock() + timedelta(days=8))
+    assert forgotten >= 3  # the inbound id, the delivery id, the posted message
+    # Forgotten ids are no longer duplicates (a platform would not redeliver after a week).
+    assert await relay.ctx.store.seen.add("in:testchat:main|room|old-1", system.clock())
