@@ -44,30 +44,28 @@ def register_secrets(config: Any) -> None:
     """Tell the log redactor every secret the config holds."""
     from bridge.logs import REDACTOR
 
-    found: list[str] = []
+    REDACTOR.add(secrets_in(config))
 
-    def walk(value: Any) -> None:
-        if hasattr(value, "get_secret_value"):
-            found.append(value.get_secret_value())
-        elif hasattr(value, "model_fields"):
-            for name in type(value).model_fields:
-                item = getattr(value, name)
-                if isinstance(item, str) and ("token" in name or "secret" in name):
-                    found.append(item)
-                else:
-                    walk(item)
-        elif isinstance(value, dict):
-            for key, item in value.items():
-                if isinstance(item, str) and ("token" in str(key) or "secret" in str(key)):
-                    found.append(item)
-                else:
-                    walk(item)
-        elif isinstance(value, list | tuple):
-            for item in value:
-                walk(item)
 
-    walk(config)
-    REDACTOR.add(found)
+def secrets_in(value: Any, secret_key: bool = False) -> list[str]:
+    """Every SecretStr, and every string under a key that names a token or secret."""
+    if hasattr(value, "get_secret_value"):
+        return [value.get_secret_value()]
+    if isinstance(value, str):
+        return [value] if secret_key else []
+    if hasattr(type(value), "model_fields"):
+        items = [(name, getattr(value, name)) for name in type(value).model_fields]
+    elif isinstance(value, dict):
+        items = [(str(key), item) for key, item in value.items()]
+    elif isinstance(value, list | tuple):
+        return [found for item in value for found in secrets_in(item, secret_key)]
+    else:
+        return []
+    return [
+        found
+        for name, item in items
+        for found in secrets_in(item, secret_key or "token" in name or "secret" in name)
+    ]
 
 
 Companions = Callable[["BridgeApp"], Awaitable[list[Any]]]

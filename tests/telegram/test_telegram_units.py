@@ -14,9 +14,10 @@ from adapters.telegram import TelegramAccountConfig
 from adapters.telegram.commands import address_command
 from adapters.telegram.errors import send_error
 from adapters.telegram.outbound import NAME_LIMIT, short_name, visible_text, with_prefix
-from adapters.telegram.redaction import REDACTED, TokenRedactor
+from adapters.telegram.redaction import BOT_TOKEN, REDACTED
 from bridge.config import load_config, load_section
 from bridge.core.adapter import PermanentSendError, TransientSendError
+from bridge.logs import SecretRedactor
 
 
 def test_config_defaults_to_polling_against_telegram() -> None:
@@ -136,8 +137,9 @@ def test_migrated_group_names_the_new_chat_id() -> None:
 
 
 def test_redactor_hides_known_and_token_shaped_secrets() -> None:
-    redactor = TokenRedactor()
-    redactor.add_secret("webhook-secret")
+    redactor = SecretRedactor()
+    redactor.add(["webhook-secret"])
+    redactor.add_pattern(BOT_TOKEN)
     record = logging.LogRecord(
         "httpx", logging.INFO, __file__, 1, "POST %s with %s",
         (f"https://api.telegram.org/bot{TOKEN}/getMe", "webhook-secret"), None,
