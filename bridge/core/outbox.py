@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 Clock = Callable[[], datetime]
 T = TypeVar("T")
 
+UNCLASSIFIED_ATTEMPTS = 8
+"""Tries for a platform call failing with an error the adapter did not classify."""
+
 
 @dataclass(frozen=True, slots=True)
 class Lane:
@@ -252,6 +255,11 @@ class Outbox:
             except NotImplementedError:
                 raise
             except Exception as exc:
+                # Not a failure the adapter classified: most likely a bug, so retry a few
+                # times (it may still be a passing fault) rather than block the lane forever.
+                if backoff.attempts >= UNCLASSIFIED_ATTEMPTS:
+                    log.exception("outbox: %s keeps failing; giving up on an output", lane.channel)
+                    return None
                 delay = backoff.next_delay()
                 log.warning(
                     "outbox: %s failed (%s: %s); retrying in %.1fs",

@@ -1,0 +1,138 @@
+"""The outbox on its own: order, retries, give-ups, resume after restart, streaming edits."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+from typing import ClassVar
+
+import pytest
+from pydantic import BaseModel
+
+from bridge.core import outbox as outbox_module
+from bridge.core.adapter import Adapter, Capabilities, PermanentSendError, TransientSendError
+from bridge.core.binding import Binding
+from bridge.core.model import Outbound, PlatformRef
+from bridge.core.outbox import Lane, Outbox
+from bridge.store import open_store
+from bridge.store.relay import OutboxItem
+
+LANE = Lane("fake:main", "room")
+BINDING = Binding(channel="fake:main", chat="room", group="g")
+
+
+class NoSettings(BaseModel):
+    pass
+
+
+class Platform(Adapter):
+    """Scripted failures per text; records what got through."""
+
+    channel_type: ClassVar[str] = "fake"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        dialect="plain", max_length=100, can_edit=True, min_edit_interval=0.0
+    )
+    config_model: ClassVar[type[BaseModel]] = NoSettings
+
+    def __init__(self) -> None:
+        super().__init__("main", NoSettings(), self._ignore)
+        self.posted: list[str] = []
+        self.edits: list[tuple[str, str]] = []
+        self.failures: dict[str, list[Exception]] = {}
+
+    @staticmethod
+    async def _ignore(_: object) -> None:
+        return None
+
+    async def start(self) -> None:
+        return None
+
+    async def stop(self) -> None:
+        return None
+
+    async def send(self, out: Outbound) -> PlatformRef:
+        pending = self.failures.get(out.text)
+        if pending:
+            raise pending.pop(0)
+        self.posted.append(out.text)
+        return PlatformRef(out.binding.chat, f"m{len(self.posted)}")
+
+    async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        self.edits.append((ref.message_id, out.text))
+
+
+def item(*parts: str, kind: str = "final", run_id: str | None = None) -> OutboxItem:
+    return OutboxItem(lane=LANE.key, kind=kind, sender_label="Bot", parts=list(parts),
+                      run_id=run_id)
+
+
+def clock() -> datetime:
+    return datetime(2026, 11, 29, tzinfo=UTC)
+
+
+async def drain(outbox: Outbox) -> None:
+    async with asyncio.timeout(10):
+        await outbox.wait_idle()
+
+
+@pytest.fixture
+async def store(tmp_path):
+    async with open_store(f"sqlite:///{tmp_path / 'out.db'}") as opened:
+        yield opened
+
+
+async def test_transient_failures_delay_but_keep_order_and_lose_nothing(store) -> None:
+    platform = Platform()
+    platform.failures["first"] = [TransientSendError("429", retry_after=0.01)] * 3
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock, retry_initial=0.001)
+    for text in ("first", "second", "third"):
+        await outbox.put(item(text))
+    await drain(outbox)
+    assert platform.posted == ["first", "second", "third"]
+    assert await store.outbox.pending() == []
+    await outbox.stop()
+
+
+async def test_permanent_and_unclassified_failures_skip_one_output_only(
+    store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(outbox_module, "UNCLASSIFIED_ATTEMPTS", 2)
+    platform = Platform()
+    platform.failures["gone"] = [PermanentSendError("chat not found")]
+    platform.failures["buggy"] = [ValueError("adapter bug")] * 10
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock, retry_initial=0.001)
+    for text in ("gone", "buggy", "fine"):
+        await outbox.put(item(text))
+    await drain(outbox)
+    assert platform.posted == ["fine"]
+    await outbox.stop()
+
+
+async def test_a_restart_resumes_after_the_last_posted_part(store) -> None:
+    platform = Platform()
+    queued = item("part one", "part two", "part three")
+    await store.outbox.append(queued)
+    await store.outbox.record_part(queued.id, 0, "m-earlier")  # posted before a crash
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.start()
+    await drain(outbox)
+    assert platform.posted == ["part two", "part three"]
+    await outbox.stop()
+
+
+async def test_deltas_edit_one_message_and_the_final_replaces_it(store) -> None:
+    platform = Platform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("Ana", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("Analysis", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("Analysis done", kind="final", run_id="r1"))
+    await drain(outbox)
+    assert platform.posted == ["Ana"]
+    assert platform.edits == [("m1", "Analysis"), ("m1", "Analysis done")]
+    await outbox.stop()
