@@ -45,11 +45,13 @@ BLANK_LINE = re.compile(rf"\n[{_WS_INLINE}]*+(?=\n|\Z)")
 # (no CR/U+2028/U+2029 once the value has begun) — else the line continues the previous
 # value, as in the reference. Its keys are letters only; the two multi-word known fields
 # may also be written with `-` or `_` (Request-Id, request_id, Original-From, ...).
+# ASCII case folding only: Unicode folding would make `requeſt_id:` (long s) a key, and
+# so cut short a value the reference reads as continuing.
 # Splitting on this pattern yields [preamble, key, value, key, value, ...] in one pass.
 FIELD_KEY = re.compile(
     rf"^([A-Za-z]++|(?i:request[-_]id|original[-_]from)):"
     rf"(?=[{_WS_INLINE}]*+[^{_LINE_BREAKS}]*+$)",
-    re.MULTILINE,
+    re.MULTILINE | re.ASCII,
 )
 
 # Key (lowercased, no `-`/`_`) -> ProtocolMessage attribute, in both dialects. `originalfrom` and
