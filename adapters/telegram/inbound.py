@@ -137,7 +137,9 @@ def attachments_of(message: Message) -> tuple[Attachment, ...]:
 def to_inbound(update: Update, *, account: str, bot_username: str) -> Inbound | None:
     """Normalize one update; None when it carries nothing for the core.
 
-    That is: no message, or a command addressed to another bot (`/ask@OtherBot`).
+    That is: no message, a service message (members joining or leaving, a pin, a new
+    forum topic: no text, no caption, no file), or a command addressed to another bot
+    (`/ask@OtherBot`).
     """
     found = chat_message(update)
     if found is None:
@@ -145,6 +147,9 @@ def to_inbound(update: Update, *, account: str, bot_username: str) -> Inbound | 
     message = found.message
     raw_text = message.text if message.text is not None else (message.caption or "")
     raw_entities = message.entities if message.text is not None else message.caption_entities
+    attachments = attachments_of(message)
+    if not raw_text and not attachments:
+        return None
     addressed = address_command(
         raw_text, [entity.to_dict() for entity in raw_entities], bot_username
     )
@@ -161,7 +166,7 @@ def to_inbound(update: Update, *, account: str, bot_username: str) -> Inbound | 
         thread_id=thread_of(message),
         mentions=mentioned_names(message),
         reply_to=reply_target(message),
-        attachments=attachments_of(message),
+        attachments=attachments,
         timestamp=timestamp,
         is_edit=found.is_edit,
         raw=update.to_dict(),

@@ -259,3 +259,24 @@ async def test_updates_are_confirmed_so_a_restart_does_not_repeat_them(
     await adapter.stop()
 
     assert fake.confirmed(TOKEN)
+
+
+async def test_service_messages_carry_nothing_for_the_bots(
+    fake: FakeTelegram, make_adapter: MakeAdapter, received: Received
+) -> None:
+    """Telegram sends joins, pins and new topics as messages without text: not for the bots."""
+    forum = -1009999
+    fake.add_chat(forum, title="Forum", forum=True)
+    await make_adapter()
+    bob = user("Bob", user_id=77)
+    fake.push_message(TOKEN, GROUP, ALICE, None, new_chat_members=[bob])
+    fake.push_message(TOKEN, GROUP, ALICE, None, left_chat_member=bob)
+    topic = fake.push_message(
+        TOKEN, forum, ALICE, None, forum_topic_created={"name": "Ops", "icon_color": 1}
+    )
+    pinned = {"message_id": topic["message_id"], "date": topic["date"], "chat": topic["chat"]}
+    fake.push_message(TOKEN, GROUP, ALICE, None, pinned_message=pinned)
+    fake.push_message(TOKEN, GROUP, ALICE, "after")
+
+    assert (await received.next()).text == "after"
+    assert [item.text for item in received.items] == ["after"]
