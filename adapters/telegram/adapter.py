@@ -34,7 +34,7 @@ from adapters.telegram.polling import PollingHealth, PollingRequest
 from adapters.telegram.puppets import PuppetBots
 from adapters.telegram.redaction import protect_tokens, redact
 from adapters.telegram.startup import privacy_warning, register_commands
-from adapters.telegram.webhook import WebhookRoute
+from adapters.telegram.webhook import BadUpdate, WebhookRoute
 from bridge.core.adapter import Adapter, Capabilities, InboundSink
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
@@ -208,7 +208,11 @@ class TelegramAdapter(Adapter):
         app = self._app
         if app is None or not self._accepting:
             return False
-        await app.update_queue.put(Update.de_json(data, app.bot))
+        try:
+            update = Update.de_json(data, app.bot)
+        except (AttributeError, KeyError, TypeError, ValueError) as exc:
+            raise BadUpdate(f"{type(exc).__name__}: {exc}") from None
+        await app.update_queue.put(update)
         return True
 
     # -- inbound -----------------------------------------------------------------------

@@ -20,7 +20,12 @@ log = logging.getLogger(__name__)
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 UpdateReceiver = Callable[[dict[str, Any]], Awaitable[bool]]
-"""Takes one update (Bot API JSON); False while the account is not running yet."""
+"""Takes one update (Bot API JSON); False while the account is not running yet; raises
+`BadUpdate` when the JSON is not a Telegram update."""
+
+
+class BadUpdate(ValueError):
+    """The body is JSON but not an update python-telegram-bot can read."""
 
 
 class WebhookRoute:
@@ -43,7 +48,16 @@ class WebhookRoute:
             return web.Response(status=400, text="expected a JSON update")
         if not isinstance(update, dict) or "update_id" not in update:
             return web.Response(status=400, text="expected a JSON update")
-        if not await self._receive(update):
+        try:
+            accepted = await self._receive(update)
+        except BadUpdate as exc:
+            log.warning(
+                "telegram:%s webhook got an update it cannot read (%s); answered HTTP 400",
+                self.account,
+                exc,
+            )
+            return web.Response(status=400, text="expected a JSON update")
+        if not accepted:
             # Telegram retries non-2xx answers, so nothing is lost while we start up.
             return web.Response(status=503, text="not ready")
         return web.Response(text="ok")

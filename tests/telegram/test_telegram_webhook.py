@@ -113,6 +113,30 @@ async def test_malformed_body_is_a_bad_request(
     assert received.empty()
 
 
+@pytest.mark.parametrize(
+    "update",
+    [
+        {"update_id": 1, "message": {"message_id": 1}},
+        {"update_id": 2, "message": "not a message"},
+        {"update_id": 3, "message": {"message_id": 1, "date": "later", "chat": {}}},
+    ],
+)
+async def test_update_that_is_no_telegram_update_is_a_bad_request(
+    fake: FakeTelegram,
+    make_adapter: MakeAdapter,
+    web: WebServer,
+    public_url: str,
+    received: Received,
+    update: dict[str, object],
+) -> None:
+    await start_webhook(make_adapter, web, public_url)
+
+    assert await fake.deliver_webhook(TOKEN, update) == 400
+    assert await fake.deliver_webhook(TOKEN, {"message": fake.message(GROUP, ALICE, "ok")}) == 200
+    assert (await received.next()).text == "ok"
+    assert [item.text for item in received.items] == ["ok"]
+
+
 async def test_updates_before_start_ask_telegram_to_retry(
     fake: FakeTelegram, web: WebServer, public_url: str
 ) -> None:
