@@ -2,7 +2,9 @@
 
 All in memory and bounded: the last `history` messages per room (so a page reload shows the
 conversation), a bounded memory of client message ids (so a page resending after a reconnect
-does not post twice), and at most `max_rooms` rooms with anything in them.
+does not post twice), and at most `max_rooms` rooms with anything in them. When that many
+are held, a new room pushes out the one used longest ago that nobody is in, so one visitor
+naming many rooms cannot lock everyone else (and the bots) out.
 """
 
 from __future__ import annotations
@@ -127,7 +129,8 @@ class RoomDirectory:
     """The account's rooms by name, created on first use and forgotten when idle."""
 
     def __init__(self, history_size: int, max_rooms: int) -> None:
-        self._rooms: dict[str, Room] = {}
+        self._rooms: OrderedDict[str, Room] = OrderedDict()
+        """Least recently used first."""
         self._history_size = history_size
         self._max_rooms = max_rooms
 
@@ -136,11 +139,21 @@ class RoomDirectory:
 
     def open(self, name: str) -> Room:
         room = self._rooms.get(name)
-        if room is None:
-            if len(self._rooms) >= self._max_rooms:
-                raise TooManyRooms(f"this webchat already has {self._max_rooms} rooms")
-            room = self._rooms[name] = Room(name, self._history_size)
+        if room is not None:
+            self._rooms.move_to_end(name)
+            return room
+        if len(self._rooms) >= self._max_rooms:
+            self._forget_least_recent_empty_room()
+        room = self._rooms[name] = Room(name, self._history_size)
         return room
+
+    def _forget_least_recent_empty_room(self) -> None:
+        for name, room in self._rooms.items():
+            if not room.members:
+                del self._rooms[name]
+                log.info("webchat: forgetting room %r (held %d rooms)", name, self._max_rooms)
+                return
+        raise TooManyRooms(f"this webchat already has {self._max_rooms} rooms in use")
 
     def forget_if_idle(self, room: Room) -> None:
         if room.is_idle and self._rooms.get(room.name) is room:

@@ -8,7 +8,7 @@ import aiohttp
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from webchat_clients import open_client, wait_for
+from webchat_clients import drain_until, open_client, wait_for
 
 from adapters.webchat.frames import FrameError, JoinFrame, SendFrame, parse_client_frame
 
@@ -133,6 +133,26 @@ async def test_room_count_is_bounded(start_webchat, http) -> None:
 
     await ada.join("two", "Ada")  # room "one" is now empty and silent, so it is forgotten
     assert (await eve.join("three", "Eve"))["room"] == "three"
+
+
+async def test_rooms_people_left_do_not_lock_the_webchat(start_webchat, http) -> None:
+    """One visitor filling every room with a message must not lock everyone else out."""
+    chat = await start_webchat(max_rooms=3)
+    eve = await open_client(http, chat.ws_url)
+    for room in ("one", "two", "three"):
+        await eve.join(room, "Eve")
+        await eve.say("mine now")
+        await drain_until(eve, "ack")
+    await eve.ws.close()
+
+    ada = await open_client(http, chat.ws_url)
+    assert (await ada.join("four", "Ada"))["room"] == "four"
+    await chat.adapter.send(chat.outbound("the bot answers", room="lobby"))
+    assert (await ada.join("lobby", "Ada"))["history"][0]["html"] == "the bot answers"
+    # the rooms used longest ago went first; the one used last keeps its history
+    bob = await open_client(http, chat.ws_url)
+    joined = await bob.join("three", "Bob")
+    assert [m["text"] for m in joined["history"]] == ["mine now"]
 
 
 async def test_human_html_is_never_sent_as_html(connect) -> None:
