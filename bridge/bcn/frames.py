@@ -69,6 +69,8 @@ def decode_frame(text: str | bytes) -> Frame:
         data = json.loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedFrame(f"frame is not valid JSON: {exc}") from None
+    except RecursionError:  # e.g. 100k nested brackets: hostile, but only a bad frame
+        raise MalformedFrame("frame is nested too deeply") from None
     if not isinstance(data, dict):
         raise MalformedFrame("frame must be a JSON object")
     kind = data.get("type")

@@ -123,6 +123,18 @@ async def test_malformed_frames_are_answered_and_connection_stays(pair: Pair) ->
     assert answer == {"echo": "still up"}
 
 
+async def test_deeply_nested_frame_is_malformed_and_connection_stays(pair: Pair) -> None:
+    from bridge.bcn.frames import MalformedFrame, decode_frame
+
+    hostile = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(MalformedFrame, match="nested too deeply"):
+        decode_frame(hostile)
+    await pair.client_ws.send_str(hostile)
+    await pair.client_ws.send_str('{"type": "event", "event": "x", "payload": ' + "[" * 50_000)
+    answer = await pair.client.request("echo", {"value": "still up"})
+    assert answer == {"echo": "still up"}
+
+
 async def test_malformed_frame_answer_shape() -> None:
     from bridge.bcn.frames import MalformedFrame, decode_frame, encode_error
 
