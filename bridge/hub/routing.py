@@ -95,21 +95,23 @@ def find_mentions(text: str, names: Iterable[str]) -> list[str]:
     """
     if "@" not in text:
         return []
-    candidates = sorted({*names, ALL}, key=len, reverse=True)
-    folded = text.casefold()
+    # Compare slices of the text itself: casefolding the whole text first would shift
+    # every index after a character whose folded form is longer ("ß" → "ss").
+    candidates = sorted(((name, name.casefold()) for name in {*names, ALL}),
+                        key=lambda pair: len(pair[0]), reverse=True)
     found: list[str] = []
-    start = folded.find("@")
+    start = text.find("@")
     while start != -1:
         if start == 0 or not _is_word_char(text[start - 1]):
-            for name in candidates:
+            for name, folded in candidates:
                 end = start + 1 + len(name)
-                if folded.startswith(name.casefold(), start + 1) and (
+                if text[start + 1:end].casefold() == folded and (
                     end == len(text) or not _is_word_char(text[end])
                 ):
                     if name not in found:
                         found.append(name)
                     break
-        start = folded.find("@", start + 1)
+        start = text.find("@", start + 1)
     return found
 
 

@@ -53,6 +53,16 @@ def test_mentions_need_word_boundaries() -> None:
     assert find_mentions("no at sign", names) == []
 
 
+def test_mentions_after_text_whose_casefold_is_longer() -> None:
+    # "ß" casefolds to "ss" and "İ" to two characters: positions must not drift.
+    assert find_mentions("Straße @Helper bitte", ["Helper"]) == ["Helper"]
+    assert find_mentions("İ @helper", ["Helper"]) == ["Helper"]
+    assert find_mentions("ßß@Hel", ["Hel"]) == []  # not at a word start, and no crash
+    assert find_mentions("ßßßß @Help", ["Help"]) == ["Help"]
+    assert route(text="Grüße aus der Straße, @Mantis") == (
+        {"u-mantis"}, {"u-helper", "u-prime"}, "mentions")
+
+
 def test_mention_of_offline_bot_sends_to_nobody() -> None:
     assert route(text="@Sleepy wake up") == (set(), {"u-helper", "u-mantis", "u-prime"},
                                              "mentions")
