@@ -227,7 +227,9 @@ class Dispatcher:
             self.run_output(run, state, text)
             if state == "final":
                 run.session.record("assistant", bot.record.name, text, now_ms())
-                await self._route_reply(bot, run, text, payload.get("routing"))
+                routing = payload.get("routing")
+                if text.strip() or routing is not None:  # an empty final asks nobody anything
+                    await self._route_reply(bot, run, text, routing)
         elif not state.startswith("tool_call_"):
             log.debug("bot %s: unknown chat.event state %r", bot.record.name, state)
 

@@ -129,6 +129,19 @@ async def test_bot_reply_mentioning_another_bot_reaches_it(
     assert helper.sends.qsize() == 1  # only the human's message: not its own reply
 
 
+async def test_empty_final_is_not_routed_on(http: aiohttp.ClientSession, hub: Hub) -> None:
+    helper = await TestBot.connect(http, hub, name="Helper")
+    mantis = await TestBot.connect(http, hub, name="Mantis")
+    link = await TestLink.connect(http, hub)
+    await link.inbound("@Mantis is this for you?", "m1")
+    await next_item(helper.injects)
+    await next_item(mantis.sends)
+    await mantis.final("run-1", "  ")  # "not for me": nothing to answer or observe
+    assert (await next_item(link.delivers))["kind"] == "final"
+    assert await nothing_in(helper.sends)
+    assert helper.injects.empty()
+
+
 async def test_routing_field_of_a_final_and_include_self(
     http: aiohttp.ClientSession, hub: Hub
 ) -> None:
