@@ -75,3 +75,17 @@ def test_message_text_and_protocol_helpers():
     assert message.bcs_group_id == "grp"  # derived from the session key when absent
     assert message.protocol is not None and message.protocol.request_id == "bob-1"
     assert message.sender_name is None and not message.you_are_mentioned
+
+
+def test_sender_name_uses_actor_name_only_with_the_forwarding_marker():
+    def message(channel):
+        return IncomingMessage.from_params({
+            "session_key": "grp:s", "channel": channel,
+            "session_context": {"from": "user-5f2a"}, "message": {"content": "hi"}})
+
+    forwarded = message({"identity_forwarding": True, "user_id": "u1", "actor_name": "Alice"})
+    assert forwarded.sender_name == "Alice"
+    unmarked = message({"user_id": "u1", "actor_name": "Alice"})
+    assert unmarked.sender_name == "user-5f2a"
+    off = message({"identity_forwarding": False, "actor_name": "Alice"})
+    assert off.sender_name == "user-5f2a"

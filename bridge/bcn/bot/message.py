@@ -102,8 +102,12 @@ class IncomingMessage:
 
     @property
     def sender_name(self) -> str | None:
-        """The best display name for whoever wrote this: forwarded actor, else context `from`."""
-        if self.channel.actor_name:
+        """The best display name for whoever wrote this: forwarded actor, else context `from`.
+
+        `actor_name` counts only under `identity_forwarding: true` (seed §4.1: without the
+        marker, the usual sender resolution applies).
+        """
+        if self.channel.identity_forwarding and self.channel.actor_name:
             return self.channel.actor_name
         sender = self.session_context.get("from")
         return sender if isinstance(sender, str) and sender else None
