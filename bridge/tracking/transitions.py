@@ -199,11 +199,11 @@ def parse_expires(text: str | None) -> datetime | None:
         return None
     try:
         moment = datetime.fromisoformat(text.strip())
-    except (TypeError, ValueError):
+        if moment.tzinfo is None:
+            return moment.replace(tzinfo=UTC)
+        return moment.astimezone(UTC)
+    except (TypeError, ValueError, OverflowError):  # e.g. year 1 at +01:00 is year 0 in UTC
         return None
-    if moment.tzinfo is None:
-        return moment.replace(tzinfo=UTC)
-    return moment.astimezone(UTC)
 
 
 def _finish(

@@ -133,7 +133,18 @@ async def test_broadcast_expires_in_other_offsets_and_naive_means_utc(tracker: T
     assert second.deadline == T0 + 3 * MINUTE
 
 
-@pytest.mark.parametrize("expires", [None, "", "in five minutes", "2025-13-45T99:00"])
+@pytest.mark.parametrize(
+    "expires",
+    [
+        None,
+        "",
+        "in five minutes",
+        "2025-13-45T99:00",
+        # Readable, but out of range once moved to UTC: must not crash the tracker.
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+    ],
+)
 async def test_broadcast_without_readable_expiry_uses_its_timeout(
     tracker: Tracker, expires: str | None
 ) -> None:
