@@ -16,7 +16,7 @@ from pydantic import BaseModel, ValidationError
 from bridge.config.document import Document, read_document
 from bridge.config.errors import ConfigError, ConfigIssue, Loc
 from bridge.config.expand import FILE_SUFFIX, resolve_values
-from bridge.config.messages import error_message, is_secret_key
+from bridge.config.messages import error_message, hide_values, is_secret_key
 from bridge.config.schema_nav import SchemaNavigator
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
@@ -99,10 +99,44 @@ def translate_errors(
         )
         allowed = navigator.keys_at(rel[:-1]) if error["type"] == "extra_forbidden" else None
         message = error_message(error, hidden=hidden, allowed=allowed)
+        secrets = _secrets_under(doc, full, rel, navigator)
+        if hidden and isinstance(error.get("input"), str):
+            secrets.append(error["input"])
+        message = hide_values(message, secrets)
         messages = by_loc.setdefault(full, [])
         if message not in messages:
             messages.append(message)
     return [doc.issue(loc, _merge(messages)) for loc, messages in by_loc.items()]
+
+
+def issue_hiding_secrets(doc: Document, loc: Loc, message: str) -> ConfigIssue:
+    """`doc.issue`, for a message that may quote values found at or below `loc`."""
+    secrets = _secrets_under(doc, loc, (), SchemaNavigator(None))
+    return doc.issue(loc, hide_values(message, secrets))
+
+
+def _secrets_under(doc: Document, full: Loc, rel: Loc, navigator: SchemaNavigator) -> list[str]:
+    """Every string at or below `full` that must not be echoed (hidden, or a secret's)."""
+    found: list[str] = []
+
+    def walk(value: Any, loc: Loc, sub: Loc) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*loc, key), (*sub, key))
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(item, (*loc, index), (*sub, index))
+        elif isinstance(value, str) and (
+            loc in doc.hidden or any(is_secret_key(p) for p in loc) or navigator.is_secret(sub)
+        ):
+            found.append(value)
+
+    try:
+        start = value_at(doc.data, full)
+    except (KeyError, IndexError, TypeError):
+        return found
+    walk(start, full, rel)
+    return found
 
 
 def data_loc(data: Any, loc: tuple[int | str, ...]) -> Loc:

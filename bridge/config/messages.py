@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from pydantic_core import ErrorDetails
@@ -51,6 +51,28 @@ def is_secret_key(key: str | int) -> bool:
     if not isinstance(key, str):
         return False
     return any(part in _SECRET_WORDS for part in re.split(r"[_\-.\s]+", key.lower()))
+
+
+def hide_values(message: str, secrets: Iterable[str]) -> str:
+    """`message` with each secret, or a shortened secret ending in a quote or "...", as `***`.
+
+    For validators that quote what they refuse (`f"{value!r} is not a URL"`): a value that
+    came from the environment, a secret file or a secret key must not be echoed that way.
+    """
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if not secret:
+            continue
+        forms = {secret, repr(secret)[1:-1]}
+        for form in forms:
+            if len(form) >= 4:
+                message = message.replace(form, "***")
+            else:
+                for quote in "'\"":
+                    message = message.replace(f"{quote}{form}{quote}", f"{quote}***{quote}")
+        for length in range(len(secret) - 1, 7, -1):
+            cut = re.escape(secret[:length]) + r"(?=['\"]|\.\.\.|…)"
+            message = re.sub(cut, "***", message)
+    return message
 
 
 def did_you_mean(word: str, options: Collection[str]) -> str:

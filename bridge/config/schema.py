@@ -19,7 +19,7 @@ from bridge.config.checks import cross_section_problems
 from bridge.config.document import Document, read_document
 from bridge.config.errors import ConfigError, ConfigIssue
 from bridge.config.expand import FILE_SUFFIX
-from bridge.config.loader import top_level, validate_at
+from bridge.config.loader import issue_hiding_secrets, top_level, validate_at
 from bridge.config.messages import describe_value, did_you_mean, unknown_key_message
 from bridge.config.sections import (
     DEFAULT_STORE,
@@ -98,7 +98,8 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     config = core.model_copy(update={"hub": hub, "accounts": accounts})
     problems = cross_section_problems(config, declared)
     if problems:
-        raise ConfigError(doc.issue(loc, message) for loc, message in problems)
+        top.update(rest_doc.data)  # the values as resolved, to recognise hidden ones
+        raise ConfigError(issue_hiding_secrets(doc, loc, message) for loc, message in problems)
     return config
 
 

@@ -290,6 +290,28 @@ def test_redis_password_is_not_echoed(write_config) -> None:
     assert where == "store" and "sekrit" not in message
 
 
+def test_values_from_the_environment_are_not_echoed(write_config, test_adapters) -> None:
+    environ = {"STORE": "weird://api-key-12345@cache", "CHAT": "private-chat-67890"}
+    store = write_config(HUB + "store: ${STORE}\n")
+    bindings = write_config(
+        HUB_WITH_ACCOUNT
+        + """\
+  - {channel: "testchat:main", chat: "${CHAT}", group: ops}
+  - {channel: "testchat:main", chat: "${CHAT}", group: demo}
+""",
+        name="bindings.yaml",
+    )
+
+    assert _problems(store, environ) == [
+        (5, "store", "store URL '***': unknown scheme 'weird'; supported: memory://, "
+         "sqlite:///path.db"),
+    ]  # fmt: skip
+    assert _problems(bindings, environ) == [
+        (10, "bindings[1]", "binds chat '***' on 'testchat:main' again (already bound by "
+         "bindings[0])"),
+    ]  # fmt: skip
+
+
 def test_store_from_a_file(write_config, tmp_path: Path) -> None:
     (tmp_path / "store-url").write_text("memory://\n", encoding="utf-8")
     path = write_config(HUB + "store_file: store-url\n")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Literal
 
 import pytest
-from pydantic import BaseModel, ConfigDict, Field, SecretStr
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bridge.config import ConfigError, ConfigIssue, load_section
 
@@ -172,3 +172,46 @@ def test_secret_key_with_wrong_scalar_hides_the_value(write_config) -> None:
         load_section(path, "s", Tokens)
     assert "not-a-number-secret" not in str(caught.value)
     assert "s.link_tokens[0]: expected an integer, got a string (value hidden)" in str(caught.value)
+
+
+class Echoing(BaseModel):
+    """Validators that quote what they refuse, as people write them."""
+
+    url: str = ""
+    rooms: list[str] = []
+    api_key: str = ""
+
+    @field_validator("url", "api_key")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        if not value.startswith("ws"):
+            raise ValueError(f"{value!r} is not a ws:// URL")
+        return value
+
+    @field_validator("rooms")
+    @classmethod
+    def _rooms(cls, rooms: list[str]) -> list[str]:
+        for room in rooms:
+            if " " in room:
+                raise ValueError(f"room names have no spaces; {room[:12]!r} has")
+        return rooms
+
+
+def test_validator_messages_never_echo_hidden_values(write_config) -> None:
+    secret = "https://bot:hunter2-very-secret@example"
+    path = write_config(
+        """
+        s:
+          url: ${URL}
+          rooms: [lobby, "${ROOM}"]
+          api_key: http-typed-in-the-file-secret
+        """
+    )
+    with pytest.raises(ConfigError) as caught:
+        load_section(path, "s", Echoing, environ={"URL": secret, "ROOM": "hunter2 room number one"})
+
+    text = str(caught.value)
+    assert "hunter2" not in text and "typed-in-the-file" not in text
+    assert "s.url: '***' is not a ws:// URL" in text
+    assert "s.rooms: room names have no spaces; '***' has" in text
+    assert "s.api_key: '***' is not a ws:// URL" in text
