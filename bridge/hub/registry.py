@@ -9,6 +9,7 @@ registers or a pre-provisioned identity changes.
 from __future__ import annotations
 
 import hashlib
+import logging
 import secrets
 import time
 import uuid
@@ -17,6 +18,8 @@ from dataclasses import dataclass
 
 from bridge.hub.config import BotConfig, check_bot_name
 from bridge.hub.storage import HubDatabase
+
+log = logging.getLogger(__name__)
 
 
 def hash_token(token: str) -> str:
@@ -65,18 +68,28 @@ class BotRegistry:
         for bot in bots:
             token_hash = hash_token(bot.token)
             record = self.by_name(bot.name)
+            holder = self._by_hash.get(token_hash)
+            if holder is not None and (record is None or holder != record.bot_uuid):
+                # The token now belongs to this configured name (a renamed or re-assigned
+                # identity): the bot that held it must not keep logging in with it.
+                self._set_token_hash(holder, hash_token(new_token()))
+                log.warning("bot token moved to %r by config; %r must reconnect with a new one",
+                            bot.name, self._by_uuid[holder].name)
             if record is None:
                 record = self._insert(bot.name, token_hash, provisioned=True)
             else:
-                self._by_hash = {h: u for h, u in self._by_hash.items() if u != record.bot_uuid}
-                self._by_hash[token_hash] = record.bot_uuid
                 record.provisioned = True
-                self._db.write(
-                    "UPDATE bots SET token_hash = ?, provisioned = 1 WHERE bot_uuid = ?",
-                    (token_hash, record.bot_uuid),
-                )
+                self._set_token_hash(record.bot_uuid, token_hash)
             records.append(record)
         return records
+
+    def _set_token_hash(self, bot_uuid: str, token_hash: str) -> None:
+        self._by_hash = {h: u for h, u in self._by_hash.items() if u != bot_uuid}
+        self._by_hash[token_hash] = bot_uuid
+        self._db.write(
+            "UPDATE bots SET token_hash = ?, provisioned = ? WHERE bot_uuid = ?",
+            (token_hash, int(self._by_uuid[bot_uuid].provisioned), bot_uuid),
+        )
 
     def register(self, name: str | None) -> tuple[BotRecord, str]:
         """Create a new bot; returns its record and its token (the only time it is known)."""

@@ -143,6 +143,29 @@ async def test_pre_provisioned_bot_keeps_fixed_name(
         await squatter.conn.request("bot.connect", {"name": "Helper"})
 
 
+async def test_provisioned_token_can_move_to_another_name(
+    http: aiohttp.ClientSession, tmp_path: object
+) -> None:
+    """Renaming a provisioned bot (same token, new name) or swapping two bots' tokens
+    in config must not stop the hub from starting; the token follows the config."""
+    old = {"name": "Old", "token": "token-first-1"}
+    other = {"name": "Other", "token": "token-second-2"}
+    async with Hub(hub_config(tmp_path, bots=[old, other])):
+        pass
+    swapped = [{"name": "Old", "token": "token-second-2"},
+               {"name": "Other", "token": "token-first-1"}]
+    async with Hub(hub_config(tmp_path, bots=swapped)) as hub:
+        bot = await TestBot.connect(http, hub, token="token-first-1")
+        assert bot.payload["name"] == "Other"
+    renamed = [{"name": "New", "token": "token-first-1"}]
+    async with Hub(hub_config(tmp_path, bots=renamed)) as hub:
+        bot = await TestBot.connect(http, hub, token="token-first-1")
+        assert bot.payload["name"] == "New"
+    async with Hub(hub_config(tmp_path, bots=renamed)) as hub:  # and it stays that way
+        again = await TestBot.connect(http, hub, token="token-first-1")
+        assert again.uuid == bot.uuid
+
+
 async def test_tokens_are_stored_hashed(http: aiohttp.ClientSession, hub: Hub) -> None:
     bot = await TestBot.connect(http, hub, name="Helper")
     raw = (hub.config.data_dir / "hub.db").read_bytes()
