@@ -47,33 +47,7 @@ class Hub:
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         config = self.config
-        db = HubDatabase.in_data_dir(config.data_dir)
-        registry = BotRegistry(db)
-        registry.provision(config.bots)
-        links = LinkDirectory()
-        limits = OutboxLimits(
-            max_pending=config.pending_max_per_binding,
-            max_age=config.pending_max_age_seconds,
-            window=config.deliver_window,
-            timeout=config.request_timeout_seconds,
-        )
-        secret = config.identity_secret or db.secret("identity_secret")
-        state = HubState(
-            config=config,
-            db=db,
-            registry=registry,
-            groups=GroupDirectory(config.groups, registry, db),
-            sessions=SessionDirectory(db, transcript_limit=config.transcript_limit,
-                                      dedup_limit=config.dedup_limit),
-            runs=RunTable(),
-            presence=BotPresence(),
-            links=links,
-            outboxes=Outboxes(links.connections_for, limits),
-            identity_secret=secret.encode(),
-        )
-        state.presence.on_change = lambda bot_uuid: state.announce(
-            state.groups.groups_of(bot_uuid)
-        )
+        state = _open_state(config)
         self.state = state
         self.dispatcher = Dispatcher(state)
         self._bots = BotEndpoint(state, self.dispatcher)
@@ -90,7 +64,8 @@ class Hub:
             await site.start()
         except OSError:
             await runner.cleanup()
-            db.close()
+            state.db.close()
+            self.state = None
             raise
         self._runner = runner
         server = site._server
@@ -100,7 +75,7 @@ class Hub:
         if not config.link_tokens:
             log.warning("no link_tokens configured: no channel link can connect")
         log.info("hub listening on %s (%d groups, %d known bots)",
-                 self.url, len(state.groups), len(registry))
+                 self.url, len(state.groups), len(state.registry))
 
     async def stop(self) -> None:
         if self._sweeper is not None:
@@ -194,3 +169,39 @@ class Hub:
                 self.dispatcher.run_output(
                     run, "error", f"No reply finished within {config.run_timeout_ms // 1000} s."
                 )
+
+
+def _open_state(config: HubConfig) -> HubState:
+    """Open `hub.db` and build the shared tables; the database is closed again on failure."""
+    db = HubDatabase.in_data_dir(config.data_dir)
+    try:
+        registry = BotRegistry(db)
+        registry.provision(config.bots)
+        links = LinkDirectory()
+        limits = OutboxLimits(
+            max_pending=config.pending_max_per_binding,
+            max_age=config.pending_max_age_seconds,
+            window=config.deliver_window,
+            timeout=config.request_timeout_seconds,
+        )
+        secret = config.identity_secret or db.secret("identity_secret")
+        state = HubState(
+            config=config,
+            db=db,
+            registry=registry,
+            groups=GroupDirectory(config.groups, registry, db),
+            sessions=SessionDirectory(db, transcript_limit=config.transcript_limit,
+                                      dedup_limit=config.dedup_limit),
+            runs=RunTable(),
+            presence=BotPresence(),
+            links=links,
+            outboxes=Outboxes(links.connections_for, limits),
+            identity_secret=secret.encode(),
+        )
+    except BaseException:
+        db.close()
+        raise
+    state.presence.on_change = lambda bot_uuid: state.announce(
+        state.groups.groups_of(bot_uuid)
+    )
+    return state

@@ -95,3 +95,29 @@ async def test_cli_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
+
+
+async def test_failed_start_closes_the_database(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import bridge.hub.server as server
+    from bridge.hub import Hub
+    from bridge.hub.storage import HubDatabase
+
+    closed: list[str] = []
+    real_close = HubDatabase.close
+
+    def spy_close(db: HubDatabase) -> None:
+        closed.append(db.path)
+        real_close(db)
+
+    def broken_groups(*_args: object) -> None:
+        raise RuntimeError("groups broke")
+
+    monkeypatch.setattr(HubDatabase, "close", spy_close)
+    monkeypatch.setattr(server, "GroupDirectory", broken_groups)
+    hub = Hub(HubConfig(listen="127.0.0.1:0", data_dir=tmp_path / "data"))
+    with pytest.raises(RuntimeError, match="groups broke"):
+        await hub.start()
+    assert closed == [str(tmp_path / "data" / "hub.db")]
+    assert hub.state is None
