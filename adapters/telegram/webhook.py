@@ -40,7 +40,7 @@ class WebhookRoute:
         given = request.headers.get(SECRET_HEADER)
         if given is None:
             return self._refuse(request, 401, "no secret token")
-        if not hmac.compare_digest(given.encode(), self._secret):
+        if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), self._secret):
             return self._refuse(request, 403, "a wrong secret token")
         try:
             update = await request.json()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import socket
 from collections.abc import AsyncIterator
@@ -97,6 +98,23 @@ async def test_missing_or_wrong_secret_is_refused_and_logged_without_token(
     assert len(refusals) == 1 and refusals[0].levelno == logging.WARNING
     assert TOKEN.partition(":")[2] not in caplog.text
     assert SECRET not in caplog.text
+
+
+async def test_secret_that_is_not_utf8_is_refused_like_a_wrong_one(
+    make_adapter: MakeAdapter, web: WebServer, public_url: str, received: Received
+) -> None:
+    await start_webhook(make_adapter, web, public_url)
+    reader, writer = await asyncio.open_connection("127.0.0.1", web.port)
+    writer.write(
+        b"POST /telegram/main HTTP/1.1\r\nHost: bridge\r\nConnection: close\r\n"
+        b"X-Telegram-Bot-Api-Secret-Token: \xff\xfe\r\nContent-Length: 2\r\n\r\n{}"
+    )
+    await writer.drain()
+    status_line = (await reader.read()).split(b"\r\n", 1)[0]
+    writer.close()
+
+    assert status_line == b"HTTP/1.1 403 Forbidden"
+    assert received.empty()
 
 
 async def test_malformed_body_is_a_bad_request(
