@@ -95,6 +95,7 @@ class BindingOutbox:
         now = loop.time()
         self._drop_expired(now)
         next_retry: float | None = None
+        failed: set[Connection] = set()
         for event_id, delivery in list(self._pending.items()):
             if event_id in self._in_flight or event_id not in self._pending:
                 continue
@@ -103,9 +104,24 @@ class BindingOutbox:
                 continue
             if len(self._in_flight) >= self._limits.window:
                 break
-            links = [conn for conn in self._links(self.binding_id) if not conn.closed]
-            if not links:
+            if not await self._send(event_id, delivery, failed):
                 break
+        if next_retry is not None:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(next_retry, self._wake.set)
+
+    async def _send(self, event_id: str, delivery: Delivery, failed: set[Connection]) -> bool:
+        """Put one output on the wire to a live link; False when no link can take it.
+
+        A link whose socket fails the send is skipped for the rest of this pass, and the
+        output goes to another link at once rather than waiting for the next wake-up.
+        """
+        while True:
+            links = [conn for conn in self._links(self.binding_id)
+                     if not conn.closed and conn not in failed]
+            if not links:
+                return False
             conn = links[next(self._turn) % len(links)]
             self._in_flight[event_id] = conn
             try:
@@ -114,12 +130,10 @@ class BindingOutbox:
                 )
             except ConnectionClosed:
                 self._in_flight.pop(event_id, None)
+                failed.add(conn)
                 continue
             answer.add_done_callback(lambda f, e=event_id, c=conn: self._answered(e, c, f))
-        if next_retry is not None:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = loop.call_at(next_retry, self._wake.set)
+            return True
 
     def _answered(self, event_id: str, conn: Connection, answer: asyncio.Future[Any]) -> None:
         if self._in_flight.get(event_id) is conn:
