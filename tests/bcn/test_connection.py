@@ -147,6 +147,11 @@ async def test_malformed_frame_answer_shape() -> None:
     with pytest.raises(MalformedFrame) as caught:
         decode_frame("[1, 2]")
     assert caught.value.req_id is None
+    for typeless in ({"id": "5", "method": "x", "params": {}}, {"type": "nope", "id": 9}):
+        with pytest.raises(MalformedFrame) as caught:
+            decode_frame(json.dumps(typeless))
+        answer = json.loads(encode_error(caught.value.req_id, caught.value))
+        assert answer["id"] is None and answer["error"]["code"] == "invalid_request"
 
 
 async def test_events_carry_own_seq_and_arrive_in_order(pair: Pair) -> None:
