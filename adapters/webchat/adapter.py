@@ -186,7 +186,7 @@ class WebchatAdapter(Adapter):
         )
         ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=frame_limit)
         await ws.prepare(request)
-        session = WebchatSession(ws, self.chat, self._deliver)
+        session = WebchatSession(ws, self.chat, self._deliver, transport=request.transport)
         self._sessions.add(session)
         try:
             await session.run()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Protocol
 
 from aiohttp import WSMsgType, web
 
@@ -24,12 +26,31 @@ log = logging.getLogger(__name__)
 DeliverHuman = Callable[[ChatMessage, Member], Awaitable[None]]
 """Hands a new human message on to the bridge core."""
 
+SEND_TIMEOUT = 10.0
+"""Longest wait for a page to take one frame. A tab that stops reading (a suspended laptop,
+a hostile client) is cut off then: it would otherwise hold up every broadcast to its room,
+and with it the bots' replies, while unsent frames pile up in memory."""
+
+
+class Abortable(Protocol):
+    def abort(self) -> None: ...
+
 
 class WebchatSession:
     """A connected page: a `Member` of at most one room at a time."""
 
-    def __init__(self, ws: web.WebSocketResponse, chat: Webchat, deliver: DeliverHuman) -> None:
+    def __init__(
+        self,
+        ws: web.WebSocketResponse,
+        chat: Webchat,
+        deliver: DeliverHuman,
+        *,
+        transport: Abortable | None = None,
+        send_timeout: float = SEND_TIMEOUT,
+    ) -> None:
         self.ws = ws
+        self.transport = transport
+        self.send_timeout = send_timeout
         self.chat = chat
         self.deliver = deliver
         self.client_id = ""
@@ -37,8 +58,15 @@ class WebchatSession:
         self.room: Room | None = None
 
     async def send_text(self, data: str) -> None:
-        if not self.ws.closed:
-            await self.ws.send_str(data)
+        if self.ws.closed:
+            return
+        try:
+            await asyncio.wait_for(self.ws.send_str(data), self.send_timeout)
+        except TimeoutError:
+            log.info("webchat: %s stopped reading; disconnecting it", self.name or "a page")
+            if self.transport is not None:
+                self.transport.abort()
+            raise
 
     async def send_frame(self, frame: dict[str, object]) -> None:
         await self.send_text(encode(frame))
@@ -55,6 +83,8 @@ class WebchatSession:
                 elif message.type is WSMsgType.ERROR:
                     log.debug("webchat socket error: %s", self.ws.exception())
                     break
+        except TimeoutError:
+            pass  # the page stopped reading and was cut off (see `send_text`)
         finally:
             if self.room is not None:
                 self.chat.leave(self, self.room)

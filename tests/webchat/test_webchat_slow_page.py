@@ -1,0 +1,73 @@
+"""A page that stops reading must not hold up its room, nor pile up frames in memory."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.webchat import WebchatAccount
+from adapters.webchat.chat import Webchat
+from adapters.webchat.session import WebchatSession
+
+
+class StuckSocket:
+    """A socket whose peer never reads: every send waits for ever."""
+
+    closed = False
+
+    async def send_str(self, data: str) -> None:
+        await asyncio.Event().wait()
+
+
+class Transport:
+    def __init__(self) -> None:
+        self.aborted = False
+
+    def abort(self) -> None:
+        self.aborted = True
+
+
+class Page:
+    client_id = "c-fast"
+    name = "Fast"
+
+    def __init__(self) -> None:
+        self.frames: list[str] = []
+
+    async def send_text(self, data: str) -> None:
+        self.frames.append(data)
+
+
+async def _nothing(*_: object) -> None:
+    return None
+
+
+async def test_a_page_that_stops_reading_is_cut_off_and_the_room_goes_on() -> None:
+    chat = Webchat(WebchatAccount())
+    transport = Transport()
+    stuck = WebchatSession(
+        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05  # type: ignore[arg-type]
+    )
+    fast = Page()
+    room = chat.rooms.open("lobby")
+    room.members.update({stuck, fast})
+
+    await asyncio.wait_for(room.broadcast({"type": "pong"}), 5)
+
+    assert fast.frames == ['{"type":"pong"}']
+    assert transport.aborted
+
+
+async def test_a_session_cut_off_while_answering_ends_quietly_and_leaves_its_room() -> None:
+    chat = Webchat(WebchatAccount())
+    transport = Transport()
+    session = WebchatSession(
+        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05  # type: ignore[arg-type]
+    )
+    room = chat.rooms.open("lobby")
+    session.room = room
+    room.members.add(session)
+
+    await asyncio.wait_for(session.run(), 5)  # the hello frame is never taken
+
+    assert transport.aborted
+    assert session not in room.members
