@@ -66,7 +66,8 @@ def verify(
     except (TypeError, ValueError):
         raise InvalidSignature("the expiry is not a whole number of seconds") from None
     expected = signature(path, expires, secret)
-    if not isinstance(sig, str) or not hmac.compare_digest(expected, sig):
+    given = sig.encode("utf-8", "surrogatepass") if isinstance(sig, str) else b""
+    if not hmac.compare_digest(expected.encode("ascii"), given):
         raise InvalidSignature("the signature does not match this URL")
     current = time.time() if now is None else now
     if current >= expires:

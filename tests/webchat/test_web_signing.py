@@ -47,6 +47,8 @@ def test_an_expired_url_is_refused() -> None:
         lambda url: url.split("&sig=")[0],
         lambda url: url.split("?")[0],
         lambda url: url + "&sig=again",
+        lambda url: url[:-1] + "%C3%A9",  # a non-ASCII signature
+        lambda url: url[:-1] + "%ED%A0%80",  # bytes that are no UTF-8
     ],
 )
 def test_a_tampered_url_is_refused(tamper) -> None:
@@ -73,6 +75,9 @@ def test_verify_checks_each_part() -> None:
     verify(PATH, str(LATER), sig, SECRET.encode(), now=NOW)
     with pytest.raises(InvalidSignature):
         verify(PATH, LATER, sig.upper(), SECRET, now=NOW)
+    for foreign in (sig[:-1] + "é", sig[:-1] + "\udc80", sig[:-1] + "\ud800"):
+        with pytest.raises(InvalidSignature):
+            verify(PATH, LATER, foreign, SECRET, now=NOW)
 
 
 def test_refuses_what_it_cannot_cover() -> None:
