@@ -93,7 +93,6 @@ class Dispatcher:
         )
         if msg_id is not None:
             self.state.sessions.accept(spec.binding_id, msg_id, session)
-        session.thread_id = thread_id
 
         timestamp = now_ms()
         channel: dict[str, Any] = {

@@ -31,7 +31,6 @@ class ChannelSession:
     scope_key: str
     channel_type: str
     transcript: deque[dict[str, Any]]
-    thread_id: str | None = None
     originator: str | None = None
     humans: dict[str, None] = field(default_factory=dict)
     """Human display names seen here, in order (an ordered set)."""
