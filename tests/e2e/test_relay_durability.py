@@ -40,9 +40,23 @@ async def test_restart_with_outputs_queued_delivers_them_once(start_system):
     await second.wait_for(lambda ms: len(ms) == 3)
     await second.app.relay.outbox.wait_idle()
     assert texts(second.chat.messages) == [f"queued {n}" for n in range(3)]
-    # The hub's un-acked replays (if any) are recognised by event id and not posted again.
-    await asyncio.sleep(0.2)
-    assert len(second.chat.messages) == 3
+
+
+async def test_a_replayed_delivery_is_posted_once(start_system):
+    """The hub replays un-acked deliveries after a reconnect with the same event id."""
+    system = await start_system(bots=False)
+    relay = system.app.relay
+    [binding_id] = relay.link.bindings_by_id
+    delivery = {
+        "event_id": "evt-1", "binding_id": binding_id, "bcs_session_id": "demo:channel_x",
+        "run_id": "run-1", "sender": {"bot_uuid": "b-1", "name": "Echo"}, "kind": "final",
+        "text": "only once", "seq": 1,
+    }
+    await relay.outbound.deliver(dict(delivery))
+    await relay.outbound.deliver(dict(delivery))
+    await relay.outbound.deliver({**delivery, "event_id": "evt-2", "text": "and this"})
+    await relay.outbox.wait_idle()
+    assert texts(system.chat.messages) == ["only once", "and this"]
 
 
 async def test_link_dropped_mid_reply_loses_and_doubles_nothing(start_system):
