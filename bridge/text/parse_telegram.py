@@ -307,6 +307,15 @@ class _TelegramHtmlReader(HTMLParser):
         self._chunks.append(data)
         self._length += len(data)
 
+    def parse_marked_section(self, i: int, report: int = 1) -> int:
+        """`<![…` : html.parser raises AssertionError unless a known keyword follows (`<![x`,
+        `<![ `); read such a `<![` as the literal text it is."""
+        try:
+            return super().parse_marked_section(i, report)
+        except AssertionError:
+            self.handle_data(self.rawdata[i : i + 3])
+            return i + 3
+
     def _close(self, entry: tuple[str, str, int, str, str]) -> None:
         _, kind, start, url, language = entry
         if self._length > start:

@@ -136,6 +136,10 @@ FROM_PLATFORM_CASES = [
     ("*bold* _it_ ~strike~ `co&amp;de`", "slack", "**bold** _it_ ~~strike~~ `co&de`"),
     ("&gt; quoted", "slack", "> quoted"),
     ("<b>b</b> &amp; <i>i</i>", "telegram", "**b** & _i_"),
+    # `<![` without a marked-section keyword made html.parser raise AssertionError.
+    ("a <![ b <![x", "telegram", "a \\<!\\[ b \\<!\\[x"),
+    ("<b>a<![x</b>", "telegram", "**a\\<!\\[x**"),
+    ("<![CDATA[hidden]]>shown", "telegram", "shown"),
     ("**typed** `x`", "webchat", "**typed** `x`"),
     ("1 * 2 * 3", "plain", "1 \\* 2 \\* 3"),
 ]
