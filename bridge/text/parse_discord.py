@@ -24,6 +24,9 @@ from bridge.text.model import (
 
 _BARE_URL = r"https?://[^\s<]+[^<.,:;\"')\]\s]"
 _CONTENT = r"((?:\\[\s\S]|[^\\])+?)"
+# `[text](url)`. The text holds no unescaped `[` (nor does Discord's client read one there);
+# allowing it made every `[` of a `[[[…` line rescan to the end of the line: quadratic.
+_MASKED_LINK = r"\[((?:\\[\s\S]|[^\\\[\]\n])+)\]\(<?(https?://[^\s)>]+)>?\)"
 
 
 def _discord_rules(directory: Directory) -> list[InlineRule]:
@@ -66,7 +69,7 @@ def _discord_rules(directory: Directory) -> list[InlineRule]:
         InlineRule(re.compile(r"<a?:\w+:\d+>"), literal),
         InlineRule(re.compile(r"<(https?://[^\s>]+)>"), angle_url),
         InlineRule(re.compile(_BARE_URL), url),
-        InlineRule(re.compile(r"\[((?:\\[\s\S]|[^\\\]\n])+)\]\(<?(https?://[^\s)>]+)>?\)"), masked),
+        InlineRule(re.compile(_MASKED_LINK), masked),
         InlineRule(re.compile(r"@(everyone|here)\b"), everyone),
         InlineRule(re.compile(r"(`+)([\s\S]*?[^`])\1(?!`)"), code),
         styled_rule(rf"\*\*{_CONTENT}\*\*(?!\*)", Style.BOLD),

@@ -135,6 +135,8 @@ FROM_PLATFORM_CASES = [
     ("a &lt; b &amp;&amp; c &gt; d", "slack", "a \\< b && c > d"),
     ("*bold* _it_ ~strike~ `co&amp;de`", "slack", "**bold** _it_ ~~strike~~ `co&de`"),
     ("&gt; quoted", "slack", "> quoted"),
+    # Link text holds no unescaped `[`: the link is the innermost `[b](…)`, as on Discord.
+    ("[a [b](https://x.com)", "discord", "\\[a [b](https://x.com)"),
     ("<b>b</b> &amp; <i>i</i>", "telegram", "**b** & _i_"),
     # `<![` without a marked-section keyword made html.parser raise AssertionError.
     ("a <![ b <![x", "telegram", "a \\<!\\[ b \\<!\\[x"),

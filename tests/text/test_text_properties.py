@@ -3,6 +3,7 @@
 import html
 import re
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -252,3 +253,14 @@ def test_split_parts_fit_and_are_well_formed(
             visible = re.sub(r"\n\(\d+/\d+\)", "", visible)
         original = html.unescape(re.sub(r"<[^>]+>", "", rendered))
         assert re.sub(r"\s", "", visible) == re.sub(r"\s", "", original)
+
+
+# Shapes that once made a parser rescan to the end of the line at every position. The test only
+# runs them: a quadratic path shows up as a suite that does not finish, not as a timing assertion.
+LARGE_INPUTS = {"open brackets": "[" * 100_000}
+
+
+@pytest.mark.parametrize("text", LARGE_INPUTS.values(), ids=LARGE_INPUTS.keys())
+@pytest.mark.parametrize("platform", PLATFORMS)
+def test_large_hostile_input_is_read(text: str, platform: str) -> None:
+    assert from_platform(text, platform, directory=DIRECTORY)
