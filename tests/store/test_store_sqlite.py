@@ -10,6 +10,7 @@ import pytest
 from bridge.store import open_store
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.sqlite import SqliteStore
+from bridge.store.sqlite.connection import write_transaction
 from bridge.store.sqlite.migrations import (
     MIGRATIONS,
     Migration,
@@ -168,3 +169,34 @@ async def test_a_second_connection_never_sees_a_stale_copy(tmp_path: Path) -> No
         await second.conversations.remove_finished(T0 + timedelta(days=1))
         await second.conversations.update("lotbot-1", lambda _: conversation)  # recreated
         assert await first.conversations.get("lotbot-1") == conversation
+
+
+class _CommitFailsOnce:
+    """A connection whose first COMMIT fails the way SQLITE_BUSY or an I/O error does."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.failed = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self.db.in_transaction
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql == "COMMIT" and not self.failed:
+            self.failed = True
+            raise sqlite3.OperationalError("disk I/O error")
+        return self.db.execute(sql, *args)
+
+
+def test_a_failed_commit_is_rolled_back_and_the_connection_stays_usable(tmp_path: Path) -> None:
+    db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
+    db.execute("CREATE TABLE t (v INTEGER)")
+    flaky = _CommitFailsOnce(db)
+    with pytest.raises(sqlite3.OperationalError), write_transaction(flaky):  # type: ignore[arg-type]
+        db.execute("INSERT INTO t VALUES (1)")
+    assert not db.in_transaction
+    with write_transaction(db):
+        db.execute("INSERT INTO t VALUES (2)")
+    assert db.execute("SELECT v FROM t").fetchall() == [(2,)]
+    db.close()

@@ -48,7 +48,10 @@ def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        # Also when COMMIT itself fails (SQLITE_BUSY, I/O error): a transaction left open
+        # would make every later BEGIN on this connection fail.
+        if db.in_transaction:
+            db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
