@@ -58,16 +58,13 @@ class BridgeApp:
             from bridge.hub.server import Hub
 
             hub_config = config.hub
-            if config.bcn.embedded and not link_token:
+            if config.bcn.embedded:
                 # The in-process link needs a credential too; mint one nobody else knows.
-                link_token = secrets.token_urlsafe(24)
-                hub_config = hub_config.model_copy(
-                    update={"link_tokens": [*hub_config.link_tokens, link_token]}
-                )
-            elif config.bcn.embedded and link_token not in hub_config.link_tokens:
-                hub_config = hub_config.model_copy(
-                    update={"link_tokens": [*hub_config.link_tokens, link_token]}
-                )
+                link_token = link_token or secrets.token_urlsafe(24)
+                if link_token not in hub_config.link_tokens:
+                    hub_config = hub_config.model_copy(
+                        update={"link_tokens": [*hub_config.link_tokens, link_token]}
+                    )
             self.hub = Hub(hub_config)
             await self.hub.start()
         self.store = await open_store(config.store)

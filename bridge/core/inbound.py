@@ -25,7 +25,7 @@ from bridge.core.protocol_flow import (
     natural_text,
     refusal,
 )
-from bridge.protocol import Depth, ProtocolMessage, parse
+from bridge.protocol import DEFAULT_DEPTH, Depth, ProtocolMessage, parse
 from bridge.store.records import Conversation
 
 log = logging.getLogger(__name__)
@@ -104,12 +104,12 @@ class InboundPipeline:
         bot = self.ctx.bot_named(binding.group, asker)
         if bot is None:
             return False  # a platform bot asked; it reads the chat itself
-        depth = conv.depth or (1, 5)
+        depth = Depth(*conv.depth) if conv.depth else DEFAULT_DEPTH
         await self.ctx.tracker.answer(conv.request_id, msg.sender.name, answer, self.ctx.clock())
         await self.ctx.refresh_panel(lane)
         pending = PendingRequest(
             conv.request_id, requester=conv.from_, bot=bot,
-            depth=Depth(*depth), original_from=conv.original_from,
+            depth=depth, original_from=conv.original_from,
         )
         await self.ctx.store.message_map.put(
             f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()

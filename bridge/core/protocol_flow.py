@@ -19,6 +19,7 @@ from bridge.protocol import (
     escape_value,
     next_depth,
 )
+from bridge.protocol.depth import check_depth
 
 FORWARDED_TYPES = frozenset({"REQUEST", "HANDOFF"})
 
@@ -59,27 +60,19 @@ def depth_of(msg: ProtocolMessage) -> Depth:
 
 
 def depth_violation(msg: ProtocolMessage, max_depth_cap: int = MAX_DEPTH_CAP) -> str | None:
-    """Why this message may not be forwarded, or None when it may."""
-    depth = depth_of(msg)
-    if depth.current < 1 or depth.max < 1:
-        return f"Invalid depth {depth.current}/{depth.max}."
-    if depth.max > max_depth_cap:
-        return f"Depth limit {depth.max} is above the allowed maximum of {max_depth_cap}."
-    if depth.current > depth.max:
-        return f"Depth {depth.current}/{depth.max} is past its limit."
-    if msg.type not in ("RESPONSE", "BROADCAST") and depth.current >= depth.max:
-        return (
-            f"Depth limit reached ({depth.current}/{depth.max}). "
-            f"Cannot send {msg.type}. Must send RESPONSE instead."
-        )
+    """Why this message may not be forwarded (the builders' own depth rule), or None."""
+    try:
+        check_depth(depth_of(msg), msg.type, max_depth_cap)
+    except ValueError as exc:
+        return str(exc)
     return None
 
 
 def refusal(msg: ProtocolMessage, reason: str, bridge_name: str) -> str:
     """The `failed` RESPONSE the bridge sends itself instead of forwarding `msg`."""
     depth = depth_of(msg)
-    answer_depth = Depth(min(depth.current, depth.max), depth.max) if depth.max >= 1 else depth
-    if not (1 <= answer_depth.current <= answer_depth.max <= MAX_DEPTH_CAP):
+    answer_depth = Depth(min(depth.current, depth.max), depth.max)
+    if not 1 <= answer_depth.current <= answer_depth.max <= MAX_DEPTH_CAP:
         answer_depth = DEFAULT_DEPTH
     return build_response(
         to=msg.from_,

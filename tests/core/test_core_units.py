@@ -64,9 +64,9 @@ def test_depth_violations() -> None:
         "Depth limit reached (5/5). Cannot send REQUEST. Must send RESPONSE instead."
     )
     past = parse(request.raw.replace("4/5", "7/5"))
-    assert "past its limit" in depth_violation(past)
+    assert "current depth exceeds max depth" in depth_violation(past)
     huge = parse(request.raw.replace("4/5", "1/50"))
-    assert "above the allowed maximum" in depth_violation(huge)
+    assert "exceeds the cap of 10" in depth_violation(huge)
 
 
 def test_refusal_is_a_failed_response_to_the_sender() -> None:
