@@ -1,7 +1,7 @@
 """The one-command demo: embedded hub + bridge + webchat + the `echo` and `rules` bots.
 
-Needs no accounts and no files: the config is built here, state goes to a temporary
-directory unless `--data-dir` says otherwise.
+Needs no accounts and no files of the user's: the deployment is `bridge/demo.yaml` (shipped
+inside the package), with state in a temporary directory unless `--data-dir` says otherwise.
 """
 
 from __future__ import annotations
@@ -9,42 +9,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from bridge.config.schema import BridgeConfig
+from bridge.config.schema import BridgeConfig, load_config
 
-DEMO_GROUP = "demo"
 DEMO_ROOM = "lobby"
+DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
+"""The demo deployment (also shipped as config/demo.yaml)."""
 
 
 def demo_config(data_dir: Path, *, web_port: int = 8080, hub_port: int = 0) -> BridgeConfig:
-    return BridgeConfig.model_validate(
-        {
-            "hub": {
-                "listen": f"127.0.0.1:{hub_port}",
-                "data_dir": str(data_dir / "hub"),
-                # A bot's reply that names nobody is for the humans: the other bots observe it
-                # instead of the driver answering it (which would make Echo echo Rules).
-                "bot_reply_default": "observe",
-                "groups": [
-                    {"id": DEMO_GROUP, "name": "Demo", "driver": "Echo",
-                     "bots": ["Echo", "Rules"], "auto_join": True},
-                ],
-            },
-            "bcn": {"url": "embedded"},
-            "store": f"sqlite:///{data_dir / 'bridge.db'}",
-            "web": {"listen": f"127.0.0.1:{web_port}"},
-            "bindings": [
-                {"channel": "webchat:main", "chat": room, "group": DEMO_GROUP,
-                 "protocol": {"enabled": True, "deliver": "raw"}}
-                for room in (DEMO_ROOM, "team")
-            ],
-        }
-    ).model_copy(update={"accounts": {"webchat": {"main": _webchat_account()}}})
-
-
-def _webchat_account() -> Any:
-    from bridge.core.registry import account_config_model
-
-    return account_config_model("webchat").model_validate({})
+    """The demo file, with its ports and state moved to where this run wants them."""
+    config = load_config(DEMO_CONFIG, environ={})
+    assert config.hub is not None
+    return config.model_copy(update={
+        "hub": config.hub.model_copy(
+            update={"listen": f"127.0.0.1:{hub_port}", "data_dir": data_dir / "hub"}
+        ),
+        "store": f"sqlite:///{data_dir / 'bridge.db'}",
+        "web": config.web.model_copy(update={"listen": f"127.0.0.1:{web_port}"}),
+    })
 
 
 async def start_demo_bots(hub_url: str, data_dir: Path, *, stream: bool = True) -> list[Any]:
