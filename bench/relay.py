@@ -42,10 +42,9 @@ def bench_config(data_dir: Path, rooms: int) -> BridgeConfig:
         "web": {"listen": "127.0.0.1:0"},
         "bindings": [{"channel": "webchat:main", "chat": f"room{n}", "group": "bench",
                       "protocol": {"enabled": False}} for n in range(rooms)],
-    }).model_copy(update={"accounts": {"webchat": {
-        "main": registry.account_config_model("webchat").model_validate({"max_rooms": 1000})
-        if "max_rooms" in registry.account_config_model("webchat").model_fields
-        else registry.account_config_model("webchat")()}}})
+    }).model_copy(
+        update={"accounts": {"webchat": {"main": registry.account_config_model("webchat")()}}}
+    )
 
 
 class Tab:
