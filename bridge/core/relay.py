@@ -62,10 +62,16 @@ class Relay:
             link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
             on_connected=self._refresh_participants,
         )
+        # The outbox asks the context which adapter and binding serve a lane, and the
+        # context queues into the outbox: the lambda closes that loop without a None.
+        self.outbox = Outbox(
+            store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
+            on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
+        )
         self.ctx = RelayContext(
             store=store,
             tracker=Tracker(store, timeouts=timeouts),
-            outbox=None,  # type: ignore[arg-type]  # set just below: it needs ctx.resolve
+            outbox=self.outbox,
             link=self.link,
             adapters={},
             bindings=bindings,
@@ -73,11 +79,6 @@ class Relay:
             commands=commands or CommandNames(),
             bridge_name=bridge_name,
         )
-        self.outbox = Outbox(
-            store.outbox, store.message_map, self.ctx.resolve, clock=clock,
-            on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
-        )
-        self.ctx.outbox = self.outbox
         self.inbound = InboundPipeline(self.ctx)
         self.outbound = OutboundPipeline(self.ctx)
 
