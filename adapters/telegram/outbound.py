@@ -7,45 +7,23 @@ longest prefix within Telegram's 4096 visible characters.
 
 from __future__ import annotations
 
-import html
-
 from bridge.text import parse, render
-from bridge.text.platforms import utf16_length
+from bridge.text.prefix import PREFIX_ALLOWANCE, short_name, with_name_prefix
 
 TELEGRAM_MAX_TEXT = 4096
 """Telegram's limit, in UTF-16 units of the visible text (tags do not count)."""
 
-NAME_LIMIT = 64
-"""Longest visible name in a prefix; longer names are cut and end in an ellipsis."""
-
-PREFIX_ALLOWANCE = 80
 MAX_TEXT = TELEGRAM_MAX_TEXT - PREFIX_ALLOWANCE
 """What the core may put in one message: a prefix (name + newline) always still fits."""
 
 
-def short_name(label: str) -> str:
-    """The label on one line, at most `NAME_LIMIT` UTF-16 units."""
-    name = " ".join(label.split())
-    if utf16_length(name) <= NAME_LIMIT:
-        return name
-    kept = ""
-    for char in name:
-        if utf16_length(kept + char) > NAME_LIMIT - 1:
-            break
-        kept += char
-    return kept.rstrip() + "…"
-
-
 def with_prefix(label: str, text_html: str) -> str:
     """`<b>Name</b>` on its own line above the reply; no prefix for an unnamed sender."""
-    name = short_name(label)
-    if not name:
-        return text_html
-    return f"<b>{html.escape(name, quote=False)}</b>\n{text_html}"
+    return with_name_prefix(label, text_html, "telegram")
 
 
 def with_plain_prefix(label: str, text: str) -> str:
-    name = short_name(label)
+    name = short_name(label, "telegram")
     return f"{name}\n{text}" if name else text
 
 

@@ -1,7 +1,7 @@
 """The adapter interface: a few verbs plus a capability record (mautrix-style).
 
-Optional abilities (editing, typing indicators) are capability flags, not subclasses;
-the core asks `capabilities` before it calls them.
+Optional abilities (editing, deleting, typing indicators) are capability flags, not
+subclasses; the core asks `capabilities` before it calls them.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import BaseModel
 
 from bridge.config.sections import CommandNames
+from bridge.core.account_state import AccountState
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef
 
 if TYPE_CHECKING:
+    from bridge.text import Directory
     from bridge.web.server import WebServer
 
 InboundSink = Callable[[Inbound], Awaitable[None]]
@@ -31,6 +33,8 @@ class Capabilities:
     max_length: int
     """Longest message the platform accepts, as it counts characters."""
     can_edit: bool = False
+    can_delete: bool = False
+    """Can remove a posted message (leftover parts of a streamed reply that shrank)."""
     custom_sender: bool = False
     """Can post under a bot's own name (Discord webhook, Slack username); else name prefix."""
     threads: bool = False
@@ -80,6 +84,8 @@ class Adapter(ABC):
         self.web = web
         self.bindings: list[Binding] = []
         self.commands = CommandNames()
+        self.state = AccountState.in_memory(self.channel)
+        """Durable per-account records; the relay swaps in its own store before `start()`."""
 
     @property
     def channel(self) -> str:
@@ -92,6 +98,17 @@ class Adapter(ABC):
     def use_commands(self, commands: CommandNames) -> None:
         """The chat command words in use (for platforms with a native command menu)."""
         self.commands = commands
+
+    def use_state(self, state: AccountState) -> None:
+        """The store-backed records of this account (shared by every bridge instance)."""
+        self.state = state
+
+    def directory(self, chat_id: str) -> Directory | None:
+        """Who is who in a chat, so a bot's `@Name` becomes a real platform mention.
+
+        None (the default) leaves mentions as plain `@Name` text.
+        """
+        return None
 
     @abstractmethod
     async def start(self) -> None:
@@ -108,6 +125,13 @@ class Adapter(ABC):
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
         """Replace a posted message's text; only called when `capabilities.can_edit`."""
         raise NotImplementedError(f"{type(self).__name__} cannot edit messages")
+
+    async def delete(self, ref: PlatformRef) -> None:
+        """Remove a posted message; only called when `capabilities.can_delete`.
+
+        A message that is already gone counts as deleted (a restart may repeat the call).
+        """
+        raise NotImplementedError(f"{type(self).__name__} cannot delete messages")
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """Show a typing indicator; only called when `capabilities.typing`."""

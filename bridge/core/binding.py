@@ -51,7 +51,10 @@ class Binding(BaseModel):
     session_scope: Literal["conversation", "thread", "sender"] = "conversation"
     loop_guard: LoopGuard = LoopGuard()
     allow_everyone: bool = Field(False, description="Let bots ping @everyone/@here in this chat.")
-    relay_edits: bool = Field(False, description="Relay edited human messages as new messages.")
+    relay_edits: bool = Field(
+        False,
+        description="Tell the bots when a human edits (as a new message) or deletes a message.",
+    )
 
     @field_validator("channel")
     @classmethod

@@ -108,9 +108,9 @@ class RelayContext:
         if adapter is None:
             log.warning("no adapter for %s; cannot post", lane.channel)
             return
-        parts = render_parts(markdown, binding, adapter.capabilities)
-        if kind == OutboundKind.DELTA:
-            parts = parts[:1]
+        parts = render_parts(
+            markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
+        )
         await self.outbox.put(
             OutboxItem(
                 lane=lane.key,

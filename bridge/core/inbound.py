@@ -51,6 +51,8 @@ class InboundPipeline:
         dedupe = f"in:{msg.channel}|{msg.chat_id}|{msg.message_id}"
         if msg.is_edit:
             dedupe += f"|edit:{msg.timestamp.isoformat()}"
+        elif msg.is_delete:
+            dedupe += "|delete"
         if not await ctx.store.seen.add(dedupe, ctx.clock()):
             log.debug("dropping duplicate %s", dedupe)
             return
@@ -58,13 +60,17 @@ class InboundPipeline:
         if binding is None:
             ctx.warn_unbound_once(msg.channel, msg.chat_id)
             return
-        if msg.is_edit and not binding.relay_edits:
-            log.debug("ignoring an edit in %s (relay_edits is off)", binding.channel)
+        if (msg.is_edit or msg.is_delete) and not binding.relay_edits:
+            log.debug("ignoring an edit or delete in %s (relay_edits is off)", binding.channel)
             return
         if not allowed(binding, msg):
             log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
             return
         lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
+        if msg.is_delete:
+            # BCN has no deletes: the bots are told, and nobody is asked to answer.
+            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
+            return
         if not msg.sender.is_bot:
             ctx.loop_guard.human_spoke(lane.key)
         elif not await ctx.bot_turn(lane, binding):
@@ -229,6 +235,9 @@ class InboundPipeline:
             # hub's duplicate filter does not take it for the original.
             msg_id = f"{msg.message_id}#edit-{int(msg.timestamp.timestamp())}"
             text = f"(edited) {text}"
+        elif msg.is_delete:
+            msg_id = f"{msg.message_id}#deleted"
+            text = f"(deleted) {text}".rstrip()
         params: dict[str, Any] = {
             "binding_id": binding_id,
             "msg_id": msg_id,

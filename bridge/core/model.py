@@ -57,6 +57,8 @@ class Inbound:
     attachments: tuple[Attachment, ...] = ()
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
     is_edit: bool = False
+    is_delete: bool = False
+    """The message was deleted; `text` is what it said when the platform still knows."""
     raw: Any = None
 
     @property

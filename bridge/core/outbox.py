@@ -2,22 +2,26 @@
 
 Every output is written to the store before the hub's delivery is acked, then a worker per
 lane (one chat, or one thread of it) posts the lane's items strictly in order. While a reply
-streams, its deltas become edits of one platform message, at most one edit per
-`min_edit_interval` and only the newest text (older deltas are superseded, never queued
-behind each other); the final replaces the preview. A transient platform failure (429,
-network) waits — honouring the platform's retry-after — and retries the same item, so order
-holds and nothing is dropped; a permanent one is logged and skipped.
+streams, its deltas become edits of the platform messages showing it (a long reply streams
+across several parts), at most one round of edits per `min_edit_interval` and only the newest
+text (older deltas are superseded, never queued behind each other); the final replaces the
+preview, and deletes the preview parts it no longer needs where the platform can delete. A
+transient platform failure (429, network) waits — honouring the platform's retry-after — and
+retries the same item, so order holds and nothing is dropped; a permanent one is logged and
+skipped.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
+import hashlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from bridge.background import Background
 from bridge.core.adapter import Adapter, PermanentSendError, SendError
@@ -51,6 +55,51 @@ class Lane:
     def from_key(cls, key: str) -> Lane:
         channel, chat_id, thread = key.split("|", 2)
         return cls(channel, chat_id, thread or None)
+
+
+class _Failed(enum.Enum):
+    """What `_attempt` returns when a platform call failed for good."""
+
+    FAILED = "failed"
+
+
+_FAILED = _Failed.FAILED
+
+
+def text_digest(text: str) -> str:
+    """A short, process-independent fingerprint of what one platform message shows."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
+
+
+@dataclass(slots=True)
+class StreamedMessages:
+    """The platform messages a streaming reply is shown in, kept in the message map.
+
+    `shown[i]` fingerprints the text message `i` shows now, so a preview edits only the
+    parts that changed, and the final knows which preview parts it no longer fills.
+    """
+
+    chat_id: str
+    thread_id: str | None
+    message_ids: list[str]
+    shown: list[str]
+
+    def ref(self, index: int) -> PlatformRef:
+        return PlatformRef(self.chat_id, self.message_ids[index], self.thread_id)
+
+    def to_record(self) -> dict[str, Any]:
+        return {"chat_id": self.chat_id, "thread_id": self.thread_id,
+                "message_ids": self.message_ids, "shown": self.shown}
+
+    @classmethod
+    def from_record(cls, record: dict[str, Any]) -> StreamedMessages:
+        ids = record.get("message_ids")
+        if not isinstance(ids, list):  # written by a version that streamed one message
+            ids = [record["message_id"]] if record.get("message_id") else []
+        shown = record.get("shown") if isinstance(record.get("shown"), list) else []
+        shown = [*shown, *[""] * (len(ids) - len(shown))][: len(ids)]
+        return cls(str(record.get("chat_id", "")), record.get("thread_id"),
+                   [str(i) for i in ids], [str(d) for d in shown])
 
 
 Resolver = Callable[[Lane], tuple[Adapter, Binding] | None]
@@ -154,25 +203,44 @@ class Outbox:
         if item.kind == OutboundKind.DELTA:
             await self._preview(lane, adapter, binding, item, queue)
             return
-        stream_ref = await self._stream_ref(item.run_id)
+        stream = await self._stream(item.run_id)
         for index, part in enumerate(item.parts):
             if item.sent[index] is not None:
                 continue
             out = self._outbound(binding, item, part, index)
-            if index == 0 and stream_ref is not None:
-                await self._attempt(lambda o=out: adapter.edit(stream_ref, o), lane)
-                ref = stream_ref
+            if stream is not None and index < len(stream.message_ids):
+                ref = stream.ref(index)
+                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
+                    return
             else:
                 ref = await self._attempt(lambda o=out: adapter.send(o), lane)
-            if ref is None:
-                return
+                if ref is _FAILED or ref is None:
+                    return
             item.sent[index] = ref.message_id
-            if index + 1 < len(item.parts):
-                # Only a part with more to follow needs its own durable mark: the last
-                # one is covered by `complete`, one write later.
+            if index + 1 < len(item.parts) or (stream and len(stream.message_ids) > index + 1):
+                # Only a part with more to do after it needs its own durable mark: the
+                # last one is covered by `complete`, one write later.
                 await self.store.record_part(item.id, index, ref.message_id)
-            if self.on_sent is not None:
+            if self.on_sent is not None and (stream is None or index >= len(stream.message_ids)):
                 await self.on_sent(item, index, ref)
+        if stream is not None and len(stream.message_ids) > len(item.parts):
+            await self._drop_leftovers(lane, adapter, item, stream)
+
+    async def _drop_leftovers(
+        self, lane: Lane, adapter: Adapter, item: OutboxItem, stream: StreamedMessages
+    ) -> None:
+        """A final shorter than its preview: remove the preview parts it no longer fills."""
+        if not adapter.capabilities.can_delete:
+            log.info("outbox: %s cannot delete; %d preview part(s) of a reply stay",
+                     lane.channel, len(stream.message_ids) - len(item.parts))
+            return
+        while len(stream.message_ids) > len(item.parts):
+            ref = stream.ref(len(stream.message_ids) - 1)
+            if await self._attempt(lambda r=ref: adapter.delete(r), lane) is _FAILED:
+                return
+            stream.message_ids.pop()
+            stream.shown.pop()
+            await self._save_stream(item.run_id, stream)
 
     async def _preview(
         self,
@@ -182,40 +250,51 @@ class Outbox:
         item: OutboxItem,
         queue: deque[OutboxItem],
     ) -> None:
+        """Show the text streamed so far: edit the parts that changed, post the new ones."""
         if not adapter.capabilities.can_edit or not item.run_id or not item.parts:
             return  # adapters that cannot edit get the final only
         if self._superseded(item, queue):
             return
-        out = self._outbound(binding, item, item.parts[0], 0)
-        ref = await self._stream_ref(item.run_id)
         loop = asyncio.get_running_loop()
-        if ref is None:
-            ref = await self._attempt(lambda: adapter.send(out), lane)
-            if ref is None:
-                return
-            await self.message_map.put(
-                f"stream:{item.run_id}",
-                {"chat_id": ref.chat_id, "message_id": ref.message_id, "thread_id": ref.thread_id},
-                self.clock(),
-            )
-            if self.on_sent is not None:
-                await self.on_sent(item, 0, ref)
-        else:
+        stream = await self._stream(item.run_id)
+        if stream is not None:
             wait = self._last_edit.get(item.run_id, 0.0) + adapter.capabilities.min_edit_interval
             if (delay := wait - loop.time()) > 0:
                 await asyncio.sleep(delay)
                 if self._superseded(item, queue):
                     return
-            await self._attempt(lambda: adapter.edit(ref, out), lane)
+        for index, part in enumerate(item.parts):
+            digest = text_digest(part)
+            if stream is not None and index < len(stream.message_ids):
+                if stream.shown[index] == digest:
+                    continue
+                out = self._outbound(binding, item, part, index)
+                ref = stream.ref(index)
+                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
+                    return
+            else:
+                out = self._outbound(binding, item, part, index)
+                ref = await self._attempt(lambda o=out: adapter.send(o), lane)
+                if ref is _FAILED or ref is None:
+                    return
+                if stream is None:
+                    stream = StreamedMessages(ref.chat_id, ref.thread_id, [], [])
+                stream.message_ids.append(ref.message_id)
+                stream.shown.append("")
+                if self.on_sent is not None:
+                    await self.on_sent(item, index, ref)
+            stream.shown[index] = digest
+            await self._save_stream(item.run_id, stream)
         self._last_edit[item.run_id] = loop.time()
 
-    async def _stream_ref(self, run_id: str | None) -> PlatformRef | None:
+    async def _stream(self, run_id: str | None) -> StreamedMessages | None:
         if not run_id:
             return None
         found = await self.message_map.get(f"stream:{run_id}")
-        if not found:
-            return None
-        return PlatformRef(found["chat_id"], found["message_id"], found.get("thread_id"))
+        return StreamedMessages.from_record(found) if found else None
+
+    async def _save_stream(self, run_id: str | None, stream: StreamedMessages) -> None:
+        await self.message_map.put(f"stream:{run_id}", stream.to_record(), self.clock())
 
     @staticmethod
     def _outbound(binding: Binding, item: OutboxItem, text: str, index: int) -> Outbound:
@@ -233,8 +312,8 @@ class Outbox:
             protocol=item.protocol,
         )
 
-    async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | None:
-        """Run one platform call until it succeeds or fails for good.
+    async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | _Failed:
+        """Run one platform call until it succeeds or fails for good (`_FAILED`).
 
         Transient failures wait (the platform's retry-after when it gave one) and retry the
         same call, which is what keeps a lane in order through a 429 or an outage.
@@ -245,7 +324,7 @@ class Outbox:
                 return await call()
             except PermanentSendError as exc:
                 log.error("outbox: %s refused an output for good: %s", lane.channel, exc)
-                return None
+                return _FAILED
             except SendError as exc:
                 delay = backoff.next_delay(exc.retry_after)
                 log.warning(
@@ -259,7 +338,7 @@ class Outbox:
                 # times (it may still be a passing fault) rather than block the lane forever.
                 if backoff.attempts >= UNCLASSIFIED_ATTEMPTS:
                     log.exception("outbox: %s keeps failing; giving up on an output", lane.channel)
-                    return None
+                    return _FAILED
                 delay = backoff.next_delay()
                 log.warning(
                     "outbox: %s failed (%s: %s); retrying in %.1fs",

@@ -17,6 +17,7 @@ from typing import Any
 from bridge.background import Background
 from bridge.bcn import BcnError, ConnectionClosed
 from bridge.config.sections import CommandNames
+from bridge.core.account_state import AccountState
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
@@ -88,6 +89,7 @@ class Relay:
 
     def add_adapter(self, adapter: Adapter) -> None:
         self.ctx.adapters[adapter.channel] = adapter
+        adapter.use_state(AccountState(self.ctx.store, adapter.channel, self.ctx.clock))
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, wait_for_link: bool = False) -> None:

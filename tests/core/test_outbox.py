@@ -136,3 +136,80 @@ async def test_deltas_edit_one_message_and_the_final_replaces_it(store) -> None:
     assert platform.posted == ["Ana"]
     assert platform.edits == [("m1", "Analysis"), ("m1", "Analysis done")]
     await outbox.stop()
+
+
+class DeletingPlatform(Platform):
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        dialect="plain", max_length=100, can_edit=True, can_delete=True, min_edit_interval=0.0
+    )
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deleted: list[str] = []
+
+    async def delete(self, ref: PlatformRef) -> None:
+        self.deleted.append(ref.message_id)
+
+
+async def test_a_long_stream_previews_every_part_and_edits_only_the_changed_ones(store) -> None:
+    platform = DeletingPlatform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("one", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("one full", "two", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("one full", "two more", kind="delta", run_id="r1"))
+    await drain(outbox)
+    assert platform.posted == ["one", "two"]
+    # Part one is not edited again once its text stops changing.
+    assert platform.edits == [("m1", "one full"), ("m2", "two more")]
+    await outbox.put(item("one full", "two more", "three", kind="final", run_id="r1"))
+    await drain(outbox)
+    assert platform.posted == ["one", "two", "three"]
+    assert platform.edits[-2:] == [("m1", "one full"), ("m2", "two more")]
+    assert platform.deleted == []
+    await outbox.stop()
+
+
+async def test_a_final_shorter_than_its_preview_deletes_the_leftover_parts(store) -> None:
+    platform = DeletingPlatform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("a", "b", "c", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("all in one", kind="final", run_id="r1"))
+    await drain(outbox)
+    assert platform.posted == ["a", "b", "c"]
+    assert platform.edits == [("m1", "all in one")]
+    assert platform.deleted == ["m3", "m2"]
+    record = await store.message_map.get("stream:r1")
+    assert record is not None and record["message_ids"] == ["m1"]
+    await outbox.stop()
+
+
+async def test_without_delete_the_leftover_parts_stay_and_nothing_fails(store) -> None:
+    platform = Platform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("a", "b", kind="delta", run_id="r1"))
+    await drain(outbox)
+    await outbox.put(item("ab", kind="final", run_id="r1"))
+    await drain(outbox)
+    assert platform.edits == [("m1", "ab")]
+    assert await store.outbox.pending() == []
+    await outbox.stop()
+
+
+async def test_a_stream_record_from_the_single_message_format_still_resumes(store) -> None:
+    platform = Platform()
+    await store.message_map.put(
+        "stream:r1", {"chat_id": "room", "message_id": "m-old", "thread_id": None}, clock()
+    )
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("done", kind="final", run_id="r1"))
+    await drain(outbox)
+    assert platform.edits == [("m-old", "done")]
+    assert platform.posted == []
+    await outbox.stop()

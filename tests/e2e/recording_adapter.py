@@ -101,13 +101,14 @@ class RecordingAdapter(Adapter):
         self, chat_id: str, text: str, *, name: str = "Ada", user_id: str = "u-ada",
         message_id: str | None = None, is_bot: bool = False, reply_to: str | None = None,
         mentions: tuple[str, ...] = (), is_edit: bool = False, timestamp: datetime | None = None,
+        is_delete: bool = False,
     ) -> str:
         """A person (or a platform bot) writes in the chat."""
         message_id = message_id or f"h{next(_ids)}"
         await self.sink(Inbound(
             channel_type=self.channel_type, account=self.account, chat_id=chat_id,
             message_id=message_id, sender=Sender(user_id, name, is_bot), text=text,
-            reply_to=reply_to, mentions=mentions, is_edit=is_edit,
+            reply_to=reply_to, mentions=mentions, is_edit=is_edit, is_delete=is_delete,
             timestamp=timestamp or datetime.now(UTC),
         ))
         return message_id

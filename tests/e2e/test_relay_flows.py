@@ -191,6 +191,27 @@ async def test_new_starts_a_fresh_session_and_unknown_commands_get_help(start_sy
     await system.wait_for(lambda ms: [m for m in ms if "No open requests" in m.text])
 
 
+async def test_deletes_are_told_to_the_bots_only_where_the_binding_allows(start_system):
+    for relay_edits in (False, True):
+        RecordingAdapter.chats.clear()
+        system = await start_system(binding={"relay_edits": relay_edits})
+        original = f"d-{relay_edits}"
+        await system.chat_adapter.say("room", "regrettable words", message_id=original)
+        await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+        await system.chat_adapter.say("room", "regrettable words", message_id=original,
+                                      is_delete=True)
+        await system.chat_adapter.say("room", "marker")
+        await system.wait_for(lambda ms: "marker" in texts(finals_from(ms, "Echo")))
+        relay = system.app.relay
+        session = relay.ctx.sessions["testchat:main|room|"]
+        history = await relay.link.request("channel.history", {"bcs_session_id": session})
+        seen = [m["text"] for m in history["messages"] if m["role"] == "user"]
+        assert ("(deleted) regrettable words" in seen) is relay_edits
+        # Nobody is asked to answer a deletion.
+        assert "(deleted) regrettable words" not in texts(finals_from(system.chat.messages, "Echo"))
+        await system.stop()
+
+
 async def test_edits_are_relayed_only_where_the_binding_allows(start_system):
     from datetime import UTC, datetime
 

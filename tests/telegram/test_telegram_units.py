@@ -13,7 +13,7 @@ from telegram_support import TOKEN
 from adapters.telegram import TelegramAccountConfig
 from adapters.telegram.commands import address_command
 from adapters.telegram.errors import send_error
-from adapters.telegram.outbound import NAME_LIMIT, short_name, visible_text, with_prefix
+from adapters.telegram.outbound import visible_text, with_prefix
 from adapters.telegram.redaction import BOT_TOKEN, REDACTED
 from bridge.config import load_config, load_section
 from bridge.core.adapter import PermanentSendError, TransientSendError
@@ -101,12 +101,9 @@ def test_unaddressed_text_is_unchanged(text: str) -> None:
     assert addressed is not None and addressed.text == text
 
 
-def test_prefix_is_escaped_and_names_are_cut() -> None:
+def test_prefix_is_escaped_html() -> None:
     assert with_prefix("A<b>&", "x") == "<b>A&lt;b&gt;&amp;</b>\nx"
     assert with_prefix("", "x") == "x"
-    assert short_name("Many\n  spaced   words") == "Many spaced words"
-    cut = short_name("🦊" * 100)
-    assert cut.endswith("…") and len(cut.encode("utf-16-le")) // 2 <= NAME_LIMIT
 
 
 def test_visible_text_is_what_a_reader_sees() -> None:

@@ -1,0 +1,56 @@
+"""Durable records a platform account keeps for itself, through the one store.
+
+Adapters remember a few platform facts that must survive a restart and be shared by every
+bridge instance: the webhook ids they created (so their own posts are recognised as echoes
+even before the webhook is looked up again), the last message they relayed per channel (to
+catch up on what was posted while the bridge was down), event ids already handled (Slack
+redelivers). Keeping these in the `Store` instead of in the adapter object is what lets a
+kill -9 or a second instance lose nothing.
+
+Records are namespaced by the account (`"discord:main"`), and age out with the relay's
+retention like every message-map record: write a record again when you rely on it for
+longer (e.g. on every start).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from bridge.store.base import Store
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+class AccountState:
+    """Small JSON records and once-only keys for one platform account."""
+
+    def __init__(
+        self, store: Store, channel: str, clock: Callable[[], datetime] = _utc_now
+    ) -> None:
+        self.store = store
+        self.channel = channel
+        self.clock = clock
+
+    @classmethod
+    def in_memory(cls, channel: str) -> AccountState:
+        """A private memory store: for an adapter running outside a relay (tests, tools)."""
+        from bridge.store.memory import MemoryStore
+
+        return cls(MemoryStore(), channel)
+
+    def _key(self, key: str) -> str:
+        return f"acct:{self.channel}:{key}"
+
+    async def get(self, key: str) -> dict[str, Any] | None:
+        return await self.store.message_map.get(self._key(key))
+
+    async def put(self, key: str, value: dict[str, Any]) -> None:
+        await self.store.message_map.put(self._key(key), value, self.clock())
+
+    async def first_time(self, key: str) -> bool:
+        """True the first time any instance asks about `key`, False ever after."""
+        return await self.store.seen.add(self._key(key), self.clock())
