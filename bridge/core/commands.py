@@ -52,17 +52,21 @@ class Commands:
             if name == names.ask:
                 await self._ask(msg, binding, lane, rest)
             elif name == names.requests:
-                await self._requests(binding, lane)
+                await self._requests(msg, binding, lane)
             elif name == names.stop:
-                await self._stop(binding, lane)
+                await self._stop(msg, binding, lane)
             elif name == names.new:
                 await self._new(msg, binding, lane)
             else:
-                await self.ctx.notice(lane, binding, self.help_text(binding, unknown=name))
+                await self._answer(msg, lane, binding, self.help_text(binding, unknown=name))
         except (BcnError, ConnectionClosed, TimeoutError) as exc:
             log.warning("command /%s failed: %s", name, exc)
-            await self.ctx.notice(lane, binding, f"⚠️ `/{name}` failed: the BCN said {exc}")
+            await self._answer(msg, lane, binding, f"⚠️ `/{name}` failed: the BCN said {exc}")
         return True
+
+    async def _answer(self, msg: Inbound, lane: Lane, binding: Binding, text: str) -> None:
+        """The bridge's answer to a command, as a reply to it."""
+        await self.ctx.notice(lane, binding, text, reply_to=msg.message_id)
 
     def help_text(self, binding: Binding, unknown: str | None = None) -> str:
         names = self.ctx.commands
@@ -87,8 +91,8 @@ class Commands:
         if bot is None or not task:
             bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
             problem = "Usage" if not target or not task else f"No bot called {target!r} here"
-            await self.ctx.notice(
-                lane, binding,
+            await self._answer(
+                msg, lane, binding,
                 f"{problem}: `/{self.ctx.commands.ask} <Bot> <task>`. Bots here: {bots}.",
             )
             return
@@ -103,31 +107,31 @@ class Commands:
         )
         await self.route_protocol(msg, binding, lane, block)
 
-    async def _requests(self, binding: Binding, lane: Lane) -> None:
+    async def _requests(self, msg: Inbound, binding: Binding, lane: Lane) -> None:
         open_ = await self.ctx.tracker.list(status=("open", "clarifying"), chat=lane.key)
         if not open_:
-            await self.ctx.notice(lane, binding, "No open requests in this chat.")
+            await self._answer(msg, lane, binding, "No open requests in this chat.")
             return
         now = self.ctx.clock()
         lines = [f"Open requests ({len(open_)}):"]
         lines += [describe(conv, now) for conv in open_]
-        await self.ctx.notice(lane, binding, "\n".join(lines))
+        await self._answer(msg, lane, binding, "\n".join(lines))
 
-    async def _stop(self, binding: Binding, lane: Lane) -> None:
+    async def _stop(self, msg: Inbound, binding: Binding, lane: Lane) -> None:
         session = self.ctx.sessions.get(lane.key)
         if session is None:
-            await self.ctx.notice(lane, binding, "Nothing is running here.")
+            await self._answer(msg, lane, binding, "Nothing is running here.")
             return
         payload = await self.ctx.link.request("channel.abort", {"bcs_session_id": session})
         stopped = payload.get("aborted_run_ids") or []
         text = f"Stopped {len(stopped)} running repl{'y' if len(stopped) == 1 else 'ies'}." \
             if stopped else "Nothing is running here."
-        await self.ctx.notice(lane, binding, text)
+        await self._answer(msg, lane, binding, text)
 
     async def _new(self, msg: Inbound, binding: Binding, lane: Lane) -> None:
         binding_id = self.ctx.link.binding_id(binding)
         if binding_id is None:
-            await self.ctx.notice(lane, binding, "The BCN link is not up yet; try again soon.")
+            await self._answer(msg, lane, binding, "The BCN link is not up yet; try again soon.")
             return
         params: dict[str, object] = {"binding_id": binding_id}
         if msg.thread_id:
@@ -136,8 +140,9 @@ class Commands:
             params["sender_user_id"] = msg.sender.id
         await self.ctx.link.request("channel.session.reset", params)
         self.ctx.sessions.pop(lane.key, None)
-        await self.ctx.notice(
-            lane, binding, "Started a fresh conversation: the bots will not see earlier messages."
+        await self._answer(
+            msg, lane, binding,
+            "Started a fresh conversation: the bots will not see earlier messages.",
         )
 
 

@@ -177,7 +177,13 @@ class RelayContext:
 
         self.background.spawn(typing(), name=f"typing:{lane.key}")
 
-    async def notice(self, lane: Lane, binding: Binding, markdown: str) -> None:
-        """A message from the bridge itself (command answers, timeouts, guards)."""
+    async def notice(
+        self, lane: Lane, binding: Binding, markdown: str, *, reply_to: str | None = None
+    ) -> None:
+        """A message from the bridge itself (command answers, timeouts, guards).
+
+        A command's answer is a reply to the command (`reply_to` = its platform message id):
+        adapters whose commands are native interactions answer the interaction with it.
+        """
         await self.post(lane, binding, markdown, sender_label=self.bridge_name,
-                        kind=OutboundKind.SYSTEM)
+                        kind=OutboundKind.SYSTEM, reply_to=reply_to)

@@ -37,6 +37,7 @@ class Posted:
     run_id: str | None
     protocol: dict | None
     edits: int = 0
+    reply_to: str | None = None
 
 
 @dataclass
@@ -80,7 +81,8 @@ class RecordingAdapter(Adapter):
         ref = PlatformRef(out.binding.chat, f"p{next(_ids)}")
         async with chat.changed:
             chat.messages.append(
-                Posted(ref, out.sender_label, out.text, out.kind.value, out.run_id, out.protocol)
+                Posted(ref, out.sender_label, out.text, out.kind.value, out.run_id, out.protocol,
+                       reply_to=out.reply_to)
             )
             chat.changed.notify_all()
         return ref

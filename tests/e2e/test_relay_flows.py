@@ -187,8 +187,9 @@ async def test_new_starts_a_fresh_session_and_unknown_commands_get_help(start_sy
     await system.chat_adapter.say("room", "/frobnicate now")
     help_text = await system.wait_for(lambda ms: [m for m in ms if "Unknown command" in m.text])
     assert "/ask <Bot> <task>" in help_text[0].text
-    await system.chat_adapter.say("room", "/requests")
-    await system.wait_for(lambda ms: [m for m in ms if "No open requests" in m.text])
+    asked = await system.chat_adapter.say("room", "/requests")
+    [answer] = await system.wait_for(lambda ms: [m for m in ms if "No open requests" in m.text])
+    assert answer.reply_to == asked  # a command's answer replies to the command
 
 
 async def test_deletes_are_told_to_the_bots_only_where_the_binding_allows(start_system):
