@@ -102,16 +102,21 @@ class RelayContext:
         conversation: str = "",
         protocol: dict[str, Any] | None = None,
         reply_to: str | None = None,
-    ) -> None:
-        """Render for the lane's adapter and queue durably (returns once stored)."""
+        once: str | None = None,
+    ) -> bool:
+        """Render for the lane's adapter and queue durably (returns once stored).
+
+        `once`: a `seen` key recorded in the same transaction (see `Outbox.put`). True when
+        the output was queued by this call.
+        """
         adapter = self.adapters.get(lane.channel)
         if adapter is None:
             log.warning("no adapter for %s; cannot post", lane.channel)
-            return
+            return False
         parts = render_parts(
             markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
         )
-        await self.outbox.put(
+        return await self.outbox.put(
             OutboxItem(
                 lane=lane.key,
                 kind=kind.value,
@@ -122,7 +127,8 @@ class RelayContext:
                 reply_to=reply_to,
                 protocol=protocol,
                 created_at=self.clock(),
-            )
+            ),
+            once=once,
         )
 
     async def track(self, parsed: Any, lane: Lane) -> None:

@@ -28,17 +28,28 @@ class OutboundPipeline:
         self.ctx = ctx
 
     async def deliver(self, params: dict[str, Any]) -> None:
+        """Handle one delivery; returning means it is done for good (the link acks it).
+
+        The event id is remembered in the same transaction that queues the output, so a
+        crash between the two cannot make the hub's replay look like a duplicate.
+        """
         ctx = self.ctx
         event_id = params.get("event_id")
-        if isinstance(event_id, str) and not await ctx.store.seen.add(
-            f"evt:{event_id}", ctx.clock()
-        ):
+        once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
+        if once is not None and await ctx.store.seen.has(once):
             log.debug("dropping repeated delivery %s", event_id)
             return
+        queued = await self._deliver(params, once)
+        if once is not None and not queued:
+            await ctx.store.seen.add(once, ctx.clock())  # the paths that queued nothing
+
+    async def _deliver(self, params: dict[str, Any], once: str | None) -> bool:
+        """True when an output was queued (and `once` remembered with it)."""
+        ctx = self.ctx
         binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
         if binding is None:
             log.warning("delivery for unknown binding %r dropped", params.get("binding_id"))
-            return
+            return False
         thread_id = params.get("thread_id") or binding.thread
         lane = Lane(binding.channel, binding.chat, thread_id)
         session = str(params.get("bcs_session_id") or "")
@@ -51,34 +62,33 @@ class OutboundPipeline:
         bot = str(sender.get("name") or "bot")
 
         if kind == "system":
-            await ctx.post(lane, binding, text, sender_label="BCN", kind=OutboundKind.SYSTEM,
-                           conversation=session)
-            return
+            return await ctx.post(lane, binding, text, sender_label="BCN",
+                                  kind=OutboundKind.SYSTEM, conversation=session, once=once)
         if kind == "delta":
             if run_id is None:
-                return
+                return False
             streamed = ctx.runs.get(run_id, "") + text
             ctx.runs[run_id] = streamed
             ctx.show_typing(lane)
             if not ctx.loop_guard.is_paused(lane.key) and streamed.strip():
                 await ctx.post(lane, binding, streamed, sender_label=bot,
                                kind=OutboundKind.DELTA, run_id=run_id, conversation=session)
-            return
+            return False
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
-            return
+            return False
         streamed = ctx.runs.pop(run_id, "") if run_id else ""
         if kind == "final" and not text:
             text = streamed
         if kind == "final" and not text.strip():
-            return  # a bot that chose to stay quiet (every run must end with a final)
+            return False  # a bot that chose to stay quiet (every run must end with a final)
         if not await ctx.bot_turn(lane, binding):
-            return
+            return False
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
-            return
-        await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
-                       run_id=run_id, conversation=session, protocol=protocol)
+            return False
+        return await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
+                              run_id=run_id, conversation=session, protocol=protocol, once=once)
 
     async def _middleware(
         self,

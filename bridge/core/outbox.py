@@ -143,11 +143,17 @@ class Outbox:
     async def stop(self) -> None:
         await self._workers.cancel_all()
 
-    async def put(self, item: OutboxItem) -> None:
-        """Durably queue an item; returns once it is in the store (safe to ack)."""
+    async def put(self, item: OutboxItem, *, once: str | None = None) -> bool:
+        """Durably queue an item; returns once it is in the store (safe to ack).
+
+        With `once` (a `seen` key), the item is queued only if the key is new, atomically
+        with remembering it; False means it had been queued before.
+        """
         item.created_at = item.created_at or self.clock()
-        await self.store.append(item)
+        if await self.store.append(item, once=once, now=self.clock()) is None:
+            return False
         self._enqueue(item)
+        return True
 
     def _enqueue(self, item: OutboxItem) -> None:
         queue = self._lanes.get(item.lane)
@@ -217,10 +223,9 @@ class Outbox:
                 if ref is _FAILED or ref is None:
                     return
             item.sent[index] = ref.message_id
-            if index + 1 < len(item.parts) or (stream and len(stream.message_ids) > index + 1):
-                # Only a part with more to do after it needs its own durable mark: the
-                # last one is covered by `complete`, one write later.
-                await self.store.record_part(item.id, index, ref.message_id)
+            # Marked before anything else happens, the last part too: a crash from here on
+            # resumes after this part instead of posting it again.
+            await self.store.record_part(item.id, index, ref.message_id)
             if self.on_sent is not None and (stream is None or index >= len(stream.message_ids)):
                 await self.on_sent(item, index, ref)
         if stream is not None and len(stream.message_ids) > len(item.parts):

@@ -20,6 +20,10 @@ class SeenStore(ABC):
         """Remember `key`; True when it was new, False when it had been seen already."""
 
     @abstractmethod
+    async def has(self, key: str) -> bool:
+        """Was `key` seen already? (Asking does not remember it.)"""
+
+    @abstractmethod
     async def prune(self, before: datetime) -> int:
         """Forget keys first seen before the cut-off; returns how many."""
 
@@ -53,8 +57,15 @@ class OutboxStore(ABC):
     """Outputs waiting for their platform, in order per lane, surviving restarts."""
 
     @abstractmethod
-    async def append(self, item: OutboxItem) -> int:
-        """Durably queue `item`; assigns and returns its id (increasing in queue order)."""
+    async def append(
+        self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
+    ) -> int | None:
+        """Durably queue `item`; assigns and returns its id (increasing in queue order).
+
+        With `once`, the key is added to the `seen` concern in the same transaction, and an
+        item whose key was seen already is not queued (None is returned): a delivery that is
+        replayed after a crash is queued exactly once, never lost between the two writes.
+        """
 
     @abstractmethod
     async def pending(self) -> list[OutboxItem]:

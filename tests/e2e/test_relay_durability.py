@@ -59,6 +59,38 @@ async def test_a_replayed_delivery_is_posted_once(start_system):
     assert texts(system.chat.messages) == ["only once", "and this"]
 
 
+async def test_a_delivery_that_could_not_be_queued_is_replayed_not_lost(start_system):
+    """Queueing failed after the event id would have been remembered: the hub's retry of
+    the same event must still be posted (the id and the output commit together)."""
+    system = await start_system(bots=False)
+    relay = system.app.relay
+    outbox_store = relay.ctx.store.outbox
+    real_append = outbox_store.append
+    failures = []
+
+    async def append_failing_once(item, **kwargs):
+        if not failures:
+            failures.append(item)
+            raise OSError("disk full")
+        return await real_append(item, **kwargs)
+
+    outbox_store.append = append_failing_once
+    [binding_id] = relay.link.bindings_by_id
+    delivery = {
+        "event_id": "evt-9", "binding_id": binding_id, "bcs_session_id": "demo:channel_x",
+        "run_id": "run-9", "sender": {"bot_uuid": "b-1", "name": "Echo"}, "kind": "final",
+        "text": "survives a failed write", "seq": 1,
+    }
+    try:
+        await relay.outbound.deliver(dict(delivery))
+    except OSError:
+        pass  # the link answers this with a retryable error; the hub retries
+    await relay.outbound.deliver(dict(delivery))
+    await relay.outbox.wait_idle()
+    assert failures, "the failure was never injected"
+    assert texts(system.chat.messages) == ["survives a failed write"]
+
+
 async def test_link_dropped_mid_reply_loses_and_doubles_nothing(start_system):
     system = await start_system(bots=False)
     release = asyncio.Event()

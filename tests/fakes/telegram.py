@@ -166,6 +166,9 @@ class FakeTelegram:
         self.outages: dict[str, Fault] = {}
         self.reject_html = False
         """Answer every HTML message with "can't parse entities", whatever its tags."""
+        self.held: dict[str, int] = {}
+        """method -> how many more calls go through before the next ones are held."""
+        self._release = asyncio.Event()
         self._inboxes: dict[str, _Inbox] = defaultdict(_Inbox)
         self._message_ids: dict[int, itertools.count[int]] = {}
         self._closing = False
@@ -241,6 +244,17 @@ class FakeTelegram:
         for _ in range(times):
             self.faults.append(Fault(method, 0, "", drop=True))
 
+    def hold(self, method: str, *, after: int = 0) -> None:
+        """Let `after` more calls of `method` through, then hold the next ones unanswered
+        and not applied (a request still in flight) until `release()`."""
+        self.held[method] = after
+        self._release.clear()
+
+    def release(self) -> None:
+        """Held calls fail (nobody applied them); later calls go through again."""
+        self.held.clear()
+        self._release.set()
+
     async def start(self) -> str:
         # No access log: the fake is Telegram, and Telegram's logs are not the bridge's.
         runner = web.AppRunner(self.app, shutdown_timeout=0.5, access_log=None)
@@ -254,6 +268,7 @@ class FakeTelegram:
 
     async def stop(self) -> None:
         self._closing = True
+        self._release.set()
         for inbox in self._inboxes.values():
             inbox.arrived.set()
         if self._runner is not None:
@@ -391,6 +406,12 @@ class FakeTelegram:
         params = await _decode(request)
         self.calls.append(Call(token, method, params))
         self._called.set()
+        if method in self.held:
+            if self.held[method] > 0:
+                self.held[method] -= 1
+            else:
+                await self._release.wait()
+                return _error(502, "Bad Gateway: held and never applied")
         fault = self._take_fault(method, token)
         if fault is not None:
             if fault.drop:

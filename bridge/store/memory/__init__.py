@@ -13,7 +13,7 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self.conversations = MemoryConversationStore()
         self.seen = MemorySeenStore()
-        self.outbox = MemoryOutboxStore()
+        self.outbox = MemoryOutboxStore(self.seen)
         self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:

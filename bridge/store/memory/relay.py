@@ -19,6 +19,9 @@ class MemorySeenStore(SeenStore):
         self._seen[key] = now
         return True
 
+    async def has(self, key: str) -> bool:
+        return key in self._seen
+
     async def prune(self, before: datetime) -> int:
         old = [key for key, at in self._seen.items() if at < before]
         for key in old:
@@ -27,11 +30,17 @@ class MemorySeenStore(SeenStore):
 
 
 class MemoryOutboxStore(OutboxStore):
-    def __init__(self) -> None:
+    def __init__(self, seen: MemorySeenStore) -> None:
         self._items: dict[int, OutboxItem] = {}
         self._next_id = 1
+        self._seen = seen
 
-    async def append(self, item: OutboxItem) -> int:
+    async def append(
+        self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
+    ) -> int | None:
+        # No await in between: on one event loop the check and both writes are atomic.
+        if once is not None and not await self._seen.add(once, now or item.created_at):
+            return None
         item.id = self._next_id
         self._next_id += 1
         self._items[item.id] = copy.deepcopy(item)

@@ -26,6 +26,10 @@ class SqliteSeenStore(SeenStore):
             )
         return cursor.rowcount == 1
 
+    async def has(self, key: str) -> bool:
+        row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
     async def prune(self, before: datetime) -> int:
         with write_transaction(self._db):
             cursor = self._db.execute(
@@ -40,7 +44,9 @@ class SqliteOutboxStore(OutboxStore):
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
-    async def append(self, item: OutboxItem) -> int:
+    async def append(
+        self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
+    ) -> int | None:
         body = {
             "lane": item.lane,
             "kind": item.kind,
@@ -54,6 +60,14 @@ class SqliteOutboxStore(OutboxStore):
         }
         created = to_micros(item.created_at) if item.created_at else None
         with write_transaction(self._db):
+            if once is not None:
+                at = now or item.created_at
+                claimed = self._db.execute(
+                    "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
+                    (once, to_micros(at) if at else 0),
+                )
+                if claimed.rowcount != 1:
+                    return None
             cursor = self._db.execute(
                 "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
                 (item.lane, json.dumps(body), created),

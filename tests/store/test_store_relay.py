@@ -1,0 +1,60 @@
+"""The relay's concerns (seen keys, outbox, message map): one contract for every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bridge.store import Store
+from bridge.store.relay import OutboxItem
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+
+
+def item(lane: str = "t:main|room|", *parts: str) -> OutboxItem:
+    return OutboxItem(lane=lane, kind="final", sender_label="Bot",
+                      parts=list(parts or ("hello",)), created_at=T0)
+
+
+async def test_seen_keys_are_new_once_and_asking_does_not_remember(store: Store) -> None:
+    assert not await store.seen.has("k")
+    assert await store.seen.add("k", T0)
+    assert not await store.seen.add("k", T0)
+    assert await store.seen.has("k")
+    assert await store.seen.prune(T0 + timedelta(seconds=1)) == 1
+    assert not await store.seen.has("k")
+
+
+async def test_outbox_keeps_queue_order_and_parts_across_reads(store: Store) -> None:
+    first, second = item("a", "one", "two"), item("b", "three")
+    assert await store.outbox.append(first) == first.id
+    await store.outbox.append(second)
+    assert first.id < second.id
+    await store.outbox.record_part(first.id, 0, "m-1")
+    pending = await store.outbox.pending()
+    assert [(p.id, p.lane, p.parts, p.sent) for p in pending] == [
+        (first.id, "a", ["one", "two"], ["m-1", None]),
+        (second.id, "b", ["three"], [None]),
+    ]
+    await store.outbox.complete(first.id)
+    assert [p.id for p in await store.outbox.pending()] == [second.id]
+
+
+async def test_an_append_once_queues_exactly_once_and_remembers_the_key(store: Store) -> None:
+    assert await store.outbox.append(item(), once="evt:1", now=T0) is not None
+    assert await store.outbox.append(item(), once="evt:1", now=T0) is None
+    assert await store.seen.has("evt:1")
+    assert len(await store.outbox.pending()) == 1
+    # A key already seen by another path also stops the append.
+    await store.seen.add("evt:2", T0)
+    assert await store.outbox.append(item(), once="evt:2", now=T0) is None
+    assert len(await store.outbox.pending()) == 1
+
+
+async def test_message_map_replaces_values_and_prunes_by_age(store: Store) -> None:
+    await store.message_map.put("k", {"a": 1}, T0)
+    await store.message_map.put("k", {"a": 2}, T0 + timedelta(hours=1))
+    await store.message_map.put("old", {"b": 1}, T0)
+    assert await store.message_map.get("k") == {"a": 2}
+    assert await store.message_map.prune(T0 + timedelta(minutes=30)) == 1
+    assert await store.message_map.get("old") is None
+    assert await store.message_map.get("missing") is None
