@@ -83,6 +83,7 @@ class BridgeApp:
             clock=self.clock,
             commands=config.commands,
             sweep_interval=self.sweep_interval,
+            spool_limit=config.bcn.spool_limit,
             **self.relay_options,
         )
         if config.web.enabled:

@@ -49,6 +49,11 @@ class BcnSection(BaseModel):
     wait_for_link: float = Field(
         120.0, ge=0, description="How long a request waits for a dropped link to come back."
     )
+    spool_limit: int = Field(
+        10_000, ge=1,
+        description="Human messages kept (on disk) while the BCN is unreachable; past it, new "
+        "ones are refused with a notice in their chat.",
+    )
 
     @field_validator("url")
     @classmethod

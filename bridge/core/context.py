@@ -22,6 +22,7 @@ from bridge.core.loop_guard import LoopGuardState, Verdict
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.render import render_parts
+from bridge.core.spool import InboundSpool
 from bridge.store.base import Store
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
@@ -38,6 +39,7 @@ class RelayContext:
     tracker: Tracker
     outbox: Outbox
     link: LinkClient
+    spool: InboundSpool
     adapters: dict[str, Adapter]
     bindings: list[Binding]
     clock: Callable[[], datetime]
@@ -45,6 +47,8 @@ class RelayContext:
     bridge_name: str = BRIDGE_NAME
     participants: dict[str, list[str]] = field(default_factory=dict)
     """group id → names of the group's bots (refreshed from the hub)."""
+    online: dict[str, set[str]] = field(default_factory=dict)
+    """group id → names of the group's bots that are online now."""
     sessions: dict[str, str] = field(default_factory=dict)
     """lane key → the BCN channel session last used there (for `/stop`)."""
     loop_guard: LoopGuardState = field(default_factory=LoopGuardState)
@@ -55,6 +59,14 @@ class RelayContext:
     background: Background = field(default_factory=lambda: Background("relay-io"))
     _warned_unbound: set[str] = field(default_factory=set)
     _typing_at: dict[str, float] = field(default_factory=dict)
+
+    def binding_by_key(self, key: str) -> Binding | None:
+        """The binding whose `binding_key` is `key` (see `bridge.core.spool`)."""
+        channel, chat_id, thread = key.split("|", 2)
+        for binding in self.bindings:
+            if (binding.channel, binding.chat, binding.thread or "") == (channel, chat_id, thread):
+                return binding
+        return None
 
     def binding_for(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
         """The most specific binding: a thread-pinned one beats a whole-chat one."""

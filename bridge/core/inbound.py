@@ -38,24 +38,45 @@ def sent_key(channel: str, chat_id: str, message_id: str) -> str:
     return f"sent:{channel}|{chat_id}|{message_id}"
 
 
+def dedupe_key(msg: Inbound) -> str:
+    """The `seen` key of one platform message (an edit or a delete is a message of its own)."""
+    key = f"in:{msg.channel}|{msg.chat_id}|{msg.message_id}"
+    if msg.is_edit:
+        key += f"|edit:{msg.timestamp.isoformat()}"
+    elif msg.is_delete:
+        key += "|delete"
+    return key
+
+
 class InboundPipeline:
     def __init__(self, ctx: RelayContext) -> None:
         self.ctx = ctx
         self.commands = Commands(ctx, self.route_protocol)
+        self._handling: dict[str, bool] = {}
+        """Dedupe keys being handled now → whether the message was handed to the BCN yet."""
 
     async def handle(self, msg: Inbound) -> None:
+        """Relay one platform message; its dedupe key is remembered only once the message is
+        safe (with the hub, in the spool, or needing nothing more), so a crash before that
+        lets the platform's redelivery through instead of losing the message."""
         ctx = self.ctx
         if await ctx.store.message_map.get(sent_key(msg.channel, msg.chat_id, msg.message_id)):
             log.debug("dropping own echo %s", msg.message_id)
             return
-        dedupe = f"in:{msg.channel}|{msg.chat_id}|{msg.message_id}"
-        if msg.is_edit:
-            dedupe += f"|edit:{msg.timestamp.isoformat()}"
-        elif msg.is_delete:
-            dedupe += "|delete"
-        if not await ctx.store.seen.add(dedupe, ctx.clock()):
-            log.debug("dropping duplicate %s", dedupe)
+        key = dedupe_key(msg)
+        if key in self._handling or await ctx.store.seen.has(key):
+            log.debug("dropping duplicate %s", key)
             return
+        self._handling[key] = False
+        try:
+            await self._handle(msg)
+            if not self._handling[key]:
+                await ctx.store.seen.add(key, ctx.clock())
+        finally:
+            del self._handling[key]
+
+    async def _handle(self, msg: Inbound) -> None:
+        ctx = self.ctx
         binding = ctx.binding_for(msg.channel, msg.chat_id, msg.thread_id)
         if binding is None:
             ctx.warn_unbound_once(msg.channel, msg.chat_id)
@@ -224,11 +245,8 @@ class InboundPipeline:
         deliver: str,
         routing: dict[str, Any] | None = None,
         protocol: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
-        binding_id = self.ctx.link.binding_id(binding)
-        if binding_id is None:
-            await self.ctx.link.wait_ready()
-            binding_id = self.ctx.link.binding_id(binding)
+    ) -> None:
+        """Hand the message to the BCN (now, or from the spool once the link is back)."""
         msg_id = msg.message_id
         if msg.is_edit:
             # An edit is a new message to the bots (BCN has no edits), with its own id so the
@@ -239,7 +257,6 @@ class InboundPipeline:
             msg_id = f"{msg.message_id}#deleted"
             text = f"(deleted) {text}".rstrip()
         params: dict[str, Any] = {
-            "binding_id": binding_id,
             "msg_id": msg_id,
             "sender": {"user_id": msg.sender.id, "name": msg.sender.name,
                        "is_bot": msg.sender.is_bot},
@@ -258,13 +275,18 @@ class InboundPipeline:
             params["routing"] = routing
         if protocol:
             params["protocol"] = protocol
-        payload = await self.ctx.link.request("channel.inbound", params)
+        key = dedupe_key(msg)
+        if key in self._handling:
+            self._handling[key] = True
+        await self.ctx.spool.hand_off(lane, binding, params, key)
+
+    async def accepted(self, lane: Lane, payload: dict[str, Any]) -> None:
+        """The hub took a message: remember its session (for `/stop`), show typing."""
         if session := payload.get("bcs_session_id"):
             self.ctx.sessions[lane.key] = session
         if any(d.get("method") == "chat.send" for d in payload.get("deliveries") or []
                if isinstance(d, dict)):
             self.ctx.show_typing(lane)
-        return payload
 
 
 def allowed(binding: Binding, msg: Inbound) -> bool:

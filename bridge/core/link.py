@@ -236,23 +236,31 @@ class LinkClient:
             self._background.spawn(self.on_event(event.event, event.payload))
 
     # ------------------------------------------------------------------ requests
-    async def request(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
-        """Send a request, waiting out a dropped link (bounded by `wait_for_link`)."""
+    async def request(
+        self, method: str, params: dict[str, Any], *, wait_for_link: float | None = None
+    ) -> dict[str, Any]:
+        """Send a request, waiting out a dropped link for up to `wait_for_link` seconds
+        (`bcn.wait_for_link` by default; 0 = only if the link is up now)."""
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.settings.wait_for_link
+        limit = self.settings.wait_for_link if wait_for_link is None else wait_for_link
+        deadline = loop.time() + limit
         while True:
-            remaining = deadline - loop.time()
-            if remaining <= 0:
-                raise ConnectionClosed("the BCN link stayed down too long")
-            async with asyncio.timeout(remaining):
-                await self._ready.wait()
-            conn = self._conn
+            conn = self._conn if self._ready.is_set() else None
             if conn is None:
-                await asyncio.sleep(0.05)
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise ConnectionClosed("the BCN link is down")
+                try:
+                    async with asyncio.timeout(remaining):
+                        await self._ready.wait()
+                except TimeoutError:
+                    raise ConnectionClosed("the BCN link stayed down too long") from None
                 continue
             try:
                 return await conn.request(method, params)
             except ConnectionClosed:
+                if loop.time() >= deadline:
+                    raise
                 log.info("BCN link dropped during %s; retrying after reconnect", method)
                 await asyncio.sleep(0.05)
             except BcnError as exc:

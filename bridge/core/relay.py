@@ -26,6 +26,7 @@ from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
 from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
 from bridge.store.base import Store
 from bridge.store.records import Conversation
 from bridge.store.relay import OutboxItem
@@ -55,13 +56,14 @@ class Relay:
         bridge_name: str = BRIDGE_NAME,
         outbox_retry_initial: float = 0.5,
         retention: timedelta = timedelta(days=7),
+        spool_limit: int = DEFAULT_SPOOL_LIMIT,
     ) -> None:
         self.sweep_interval = sweep_interval
         self.retention = retention
         self._background = Background("relay")
         self.link = LinkClient(
             link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
-            on_connected=self._refresh_participants,
+            on_connected=self._on_link_up,
         )
         # The outbox asks the context which adapter and binding serve a lane, and the
         # context queues into the outbox: the lambda closes that loop without a None.
@@ -69,11 +71,21 @@ class Relay:
             store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
             on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
         )
+        # The spool calls back into the pipeline and the context, both built just below.
+        self.spool = InboundSpool(
+            store, self.link, clock=clock,
+            find_binding=lambda key: self.ctx.binding_by_key(key),
+            on_accepted=lambda lane, payload: self.inbound.accepted(lane, payload),
+            notify=lambda lane, binding, text: self.ctx.notice(lane, binding, text),
+            bots_online=self._group_online,
+            limit=spool_limit,
+        )
         self.ctx = RelayContext(
             store=store,
             tracker=Tracker(store, timeouts=timeouts),
             outbox=self.outbox,
             link=self.link,
+            spool=self.spool,
             adapters={},
             bindings=bindings,
             clock=clock,
@@ -97,6 +109,7 @@ class Relay:
             if conv.chat:
                 self.ctx.clarifying_lanes.add(conv.chat)
         await self.outbox.start()
+        await self.spool.start()
         await self.link.start(wait=wait_for_link)
         for adapter in self.ctx.adapters.values():
             await adapter.start()
@@ -111,6 +124,7 @@ class Relay:
                 await adapter.stop()
             except Exception:
                 log.exception("adapter %s did not stop cleanly", adapter.channel)
+        await self.spool.stop()
         await self.link.stop()
         await self.outbox.stop()
 
@@ -147,6 +161,16 @@ class Relay:
         if name == "channel.participants.changed" and isinstance(payload.get("group_id"), str):
             await self._refresh_group(payload["group_id"])
 
+    def _group_online(self, binding: Binding) -> bool:
+        """Are all the group's bots online? (After a hub restart they come back one by one;
+        a message sent before its addressee is back reaches nobody.)"""
+        known = set(self.ctx.participants.get(binding.group, ()))
+        return bool(known) and known <= self.ctx.online.get(binding.group, set())
+
+    async def _on_link_up(self) -> None:
+        await self._refresh_participants()
+        self.spool.link_up()
+
     async def _refresh_participants(self) -> None:
         for group in sorted({binding.group for binding in self.ctx.bindings}):
             await self._refresh_group(group)
@@ -157,11 +181,12 @@ class Relay:
         except (BcnError, ConnectionClosed, TimeoutError) as exc:
             log.warning("could not list the bots of group %s: %s", group, exc)
             return
-        names = [
-            str(p["name"]) for p in payload.get("participants") or []
-            if isinstance(p, dict) and p.get("name")
+        found = [
+            p for p in payload.get("participants") or [] if isinstance(p, dict) and p.get("name")
         ]
-        self.ctx.participants[group] = names
+        self.ctx.participants[group] = [str(p["name"]) for p in found]
+        self.ctx.online[group] = {str(p["name"]) for p in found if p.get("online")}
+        self.spool.bots_changed()
 
     # ------------------------------------------------------------------ timeouts
     async def _sweep_forever(self) -> None:

@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import NamedTuple, Self
 
 from bridge.store.records import Conversation
-from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore
+from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
 
 ConversationChange = Callable[[Conversation | None], Conversation | None]
 """Given the stored conversation (or None), return its replacement, or None for no change.
@@ -79,6 +79,7 @@ class Store(ABC):
     conversations: ConversationStore
     seen: SeenStore
     outbox: OutboxStore
+    spool: SpoolStore
     message_map: MessageMapStore
 
     @abstractmethod

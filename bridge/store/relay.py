@@ -80,6 +80,43 @@ class OutboxStore(ABC):
         """The item is done (delivered, superseded or given up) and leaves the queue."""
 
 
+@dataclass(slots=True)
+class SpoolEntry:
+    """One human message accepted while the BCN link could not take it.
+
+    `lane` and `binding` (the binding's `channel|chat|thread` key) say where it came from;
+    `params` are its `channel.inbound` params without `binding_id`, which is resolved when
+    the message is finally sent (the link may never have been up when it was accepted).
+    """
+
+    lane: str
+    binding: str
+    params: dict[str, Any]
+    created_at: datetime | None = None
+    id: int = 0
+
+
+class SpoolStore(ABC):
+    """Human messages waiting for the BCN link, in arrival order, surviving restarts."""
+
+    @abstractmethod
+    async def append(self, entry: SpoolEntry, *, once: str, now: datetime) -> int | None:
+        """Queue `entry` and remember `once` in `seen`, atomically; None if `once` was seen
+        already (the message was accepted before and must not be queued twice)."""
+
+    @abstractmethod
+    async def pending(self, limit: int = 100) -> list[SpoolEntry]:
+        """The oldest `limit` entries, in arrival order."""
+
+    @abstractmethod
+    async def complete(self, entry_id: int) -> None:
+        """The entry reached the BCN (or was given up) and leaves the spool."""
+
+    @abstractmethod
+    async def count(self) -> int:
+        """How many entries wait."""
+
+
 class MessageMapStore(ABC):
     """Small JSON records keyed by platform message, run or source message.
 

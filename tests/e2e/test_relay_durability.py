@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 
 from bridge.bcn.bot import Bot, IncomingMessage, Run
-from tests.e2e.e2e_support import WAIT, texts
+from tests.e2e.e2e_support import WAIT, System, make_config, texts
 from tests.e2e.recording_adapter import RecordingAdapter
+from tests.support.bridge_process import free_port
+from tests.support.running_bridge import BridgeStarter
 
 
 async def test_platform_outage_delays_but_keeps_order(start_system):
@@ -165,3 +167,65 @@ async def test_old_state_is_forgotten_after_the_retention(start_system):
     assert forgotten >= 3  # the inbound id, the delivery id, the posted message
     # Forgotten ids are no longer duplicates (a platform would not redeliver after a week).
     assert await relay.ctx.store.seen.add("in:testchat:main|room|old-1", system.clock())
+
+
+async def hub_down(system) -> None:
+    await system.app.hub.stop()
+    async with asyncio.timeout(WAIT):
+        while system.app.relay.link.connected:
+            await asyncio.sleep(0.01)
+
+
+async def test_messages_sent_while_the_bcn_is_down_are_kept_and_delivered_in_order(
+    start_system,
+):
+    system = await start_system(stream=False, hub={"listen": f"127.0.0.1:{free_port()}"})
+    await hub_down(system)
+    for n in range(3):
+        await system.chat_adapter.say("room", f"while away {n}")
+    notices = await system.wait_for(lambda ms: [m for m in ms if "unreachable" in m.text])
+    assert await system.app.relay.ctx.store.spool.count() == 3
+
+    await system.app.hub.start()
+    await system.wait_for(lambda ms: len(texts(ms, "Echo")) == 3)
+    assert texts(system.chat.messages, "Echo") == [f"while away {n}" for n in range(3)]
+    assert len(notices) == 1  # told once per outage, not once per message
+    assert await system.app.relay.ctx.store.spool.count() == 0
+
+
+async def test_kept_messages_survive_a_bridge_restart(tmp_path):
+    config = make_config(tmp_path, hub={"listen": f"127.0.0.1:{free_port()}"})
+    starter = BridgeStarter(tmp_path)
+    try:
+        first = await starter.start(config, bots=False, wrap=System)
+        await hub_down(first)
+        await first.chat_adapter.say("room", "kept across a restart")
+        await first.wait_for(lambda ms: [m for m in ms if "unreachable" in m.text])
+        await first.stop()
+        starter.started.remove(first)
+
+        second = await starter.start(config, stream=False, wrap=System)
+        await second.wait_for(lambda ms: texts(ms, "Echo") == ["kept across a restart"])
+    finally:
+        await starter.close()
+
+
+async def test_past_the_spool_limit_a_message_is_refused_with_a_notice(tmp_path):
+    config = make_config(tmp_path, hub={"listen": f"127.0.0.1:{free_port()}"})
+    config = config.model_copy(update={"bcn": config.bcn.model_copy(update={"spool_limit": 2})})
+    starter = BridgeStarter(tmp_path)
+    try:
+        system = await starter.start(config, stream=False, wrap=System)
+        await hub_down(system)
+        for n in range(3):
+            await system.chat_adapter.say("room", f"message {n}")
+        [refusal] = await system.wait_for(
+            lambda ms: [m for m in ms if "was not kept" in m.text]
+        )
+        assert "2 messages are already waiting" in refusal.text
+        await system.app.hub.start()
+        await system.wait_for(lambda ms: len(texts(ms, "Echo")) == 2)
+        await system.app.relay.outbox.wait_idle()
+        assert texts(system.chat.messages, "Echo") == ["message 0", "message 1"]
+    finally:
+        await starter.close()

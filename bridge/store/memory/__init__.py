@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from bridge.store.base import Store
 from bridge.store.memory.conversations import MemoryConversationStore
-from bridge.store.memory.relay import MemoryMessageMapStore, MemoryOutboxStore, MemorySeenStore
+from bridge.store.memory.relay import (
+    MemoryMessageMapStore,
+    MemoryOutboxStore,
+    MemorySeenStore,
+    MemorySpoolStore,
+)
 
 
 class MemoryStore(Store):
@@ -14,6 +19,7 @@ class MemoryStore(Store):
         self.conversations = MemoryConversationStore()
         self.seen = MemorySeenStore()
         self.outbox = MemoryOutboxStore(self.seen)
+        self.spool = MemorySpoolStore(self.seen)
         self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:

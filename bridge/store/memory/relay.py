@@ -6,7 +6,14 @@ import copy
 from datetime import datetime
 from typing import Any
 
-from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore, SeenStore
+from bridge.store.relay import (
+    MessageMapStore,
+    OutboxItem,
+    OutboxStore,
+    SeenStore,
+    SpoolEntry,
+    SpoolStore,
+)
 
 
 class MemorySeenStore(SeenStore):
@@ -74,3 +81,27 @@ class MemoryMessageMapStore(MessageMapStore):
         for key in old:
             del self._values[key]
         return len(old)
+
+
+class MemorySpoolStore(SpoolStore):
+    def __init__(self, seen: MemorySeenStore) -> None:
+        self._entries: dict[int, SpoolEntry] = {}
+        self._next_id = 1
+        self._seen = seen
+
+    async def append(self, entry: SpoolEntry, *, once: str, now: datetime) -> int | None:
+        if not await self._seen.add(once, now):
+            return None
+        entry.id = self._next_id
+        self._next_id += 1
+        self._entries[entry.id] = copy.deepcopy(entry)
+        return entry.id
+
+    async def pending(self, limit: int = 100) -> list[SpoolEntry]:
+        return [copy.deepcopy(self._entries[key]) for key in sorted(self._entries)[:limit]]
+
+    async def complete(self, entry_id: int) -> None:
+        self._entries.pop(entry_id, None)
+
+    async def count(self) -> int:
+        return len(self._entries)

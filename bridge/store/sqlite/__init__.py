@@ -6,7 +6,12 @@ from bridge.store.base import Store
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
-from bridge.store.sqlite.relay import SqliteMessageMapStore, SqliteOutboxStore, SqliteSeenStore
+from bridge.store.sqlite.relay import (
+    SqliteMessageMapStore,
+    SqliteOutboxStore,
+    SqliteSeenStore,
+    SqliteSpoolStore,
+)
 
 
 class SqliteStore(Store):
@@ -23,6 +28,7 @@ class SqliteStore(Store):
         self.conversations = SqliteConversationStore(self._db)
         self.seen = SqliteSeenStore(self._db)
         self.outbox = SqliteOutboxStore(self._db)
+        self.spool = SqliteSpoolStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
 
     async def close(self) -> None:

@@ -94,6 +94,19 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX message_map_age ON message_map (at)",
         ),
     ),
+    Migration(
+        3,
+        "the inbound spool: human messages waiting for the BCN link",
+        (
+            """
+            CREATE TABLE spool (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                body       TEXT NOT NULL,
+                created_at INTEGER
+            )
+            """,
+        ),
+    ),
 )
 
 

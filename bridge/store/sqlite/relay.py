@@ -7,7 +7,14 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
-from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore, SeenStore
+from bridge.store.relay import (
+    MessageMapStore,
+    OutboxItem,
+    OutboxStore,
+    SeenStore,
+    SpoolEntry,
+    SpoolStore,
+)
 from bridge.store.sqlite.connection import write_transaction
 from bridge.store.sqlite.conversations import from_micros, to_micros
 
@@ -135,3 +142,46 @@ class SqliteMessageMapStore(MessageMapStore):
         with write_transaction(self._db):
             cursor = self._db.execute("DELETE FROM message_map WHERE at < ?", (to_micros(before),))
         return cursor.rowcount
+
+
+class SqliteSpoolStore(SpoolStore):
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    async def append(self, entry: SpoolEntry, *, once: str, now: datetime) -> int | None:
+        body = {"lane": entry.lane, "binding": entry.binding, "params": entry.params}
+        created = to_micros(entry.created_at or now)
+        with write_transaction(self._db):
+            claimed = self._db.execute(
+                "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
+                (once, to_micros(now)),
+            )
+            if claimed.rowcount != 1:
+                return None
+            cursor = self._db.execute(
+                "INSERT INTO spool (body, created_at) VALUES (?, ?)", (json.dumps(body), created)
+            )
+        entry.id = int(cursor.lastrowid or 0)
+        return entry.id
+
+    async def pending(self, limit: int = 100) -> list[SpoolEntry]:
+        rows = self._db.execute(
+            "SELECT id, body, created_at FROM spool ORDER BY id LIMIT ?", (limit,)
+        ).fetchall()
+        entries = []
+        for row_id, body, created in rows:
+            data = json.loads(body)
+            entries.append(SpoolEntry(
+                lane=data["lane"], binding=data["binding"], params=data["params"],
+                created_at=from_micros(created) if created is not None else None, id=row_id,
+            ))
+        return entries
+
+    async def complete(self, entry_id: int) -> None:
+        with write_transaction(self._db):
+            self._db.execute("DELETE FROM spool WHERE id = ?", (entry_id,))
+
+    async def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM spool").fetchone()[0])
