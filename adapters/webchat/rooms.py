@@ -80,6 +80,8 @@ class Room:
         self._history_size = history_size
         self._history: OrderedDict[str, ChatMessage] = OrderedDict()
         self._seen: OrderedDict[tuple[str, str], str] = OrderedDict()
+        self._not_handed_off: set[str] = set()
+        """Human messages shown in the room that the bridge has not taken yet."""
 
     @property
     def is_idle(self) -> bool:
@@ -106,8 +108,17 @@ class Room:
 
     def mark_seen(self, client_id: str, client_message_id: str, message_id: str) -> None:
         self._seen[(client_id, client_message_id)] = message_id
+        self._not_handed_off.add(message_id)
         while len(self._seen) > SEEN_IDS_PER_ROOM:
-            self._seen.popitem(last=False)
+            _, forgotten = self._seen.popitem(last=False)
+            self._not_handed_off.discard(forgotten)
+
+    def awaits_hand_off(self, message_id: str) -> bool:
+        """Is this message still to be handed to the bridge (a resend must try again)?"""
+        return message_id in self._not_handed_off
+
+    def handed_off(self, message_id: str) -> None:
+        self._not_handed_off.discard(message_id)
 
     async def broadcast(self, frame: dict[str, Any]) -> None:
         """Send one frame to every member; a member whose socket fails is skipped, not fatal."""

@@ -113,21 +113,33 @@ class WebchatSession:
             raise FrameError(
                 "not_joined", "join a room first", client_message_id=frame.client_message_id
             )
-        message, is_new = await self.chat.post_human(
-            self, self.room, frame.client_message_id, frame.text
-        )
-        await self.send_frame(
+        room = self.room
+        message, _ = await self.chat.post_human(self, room, frame.client_message_id, frame.text)
+        # The page may be gone already (sent, then closed at once): a failed ack must not
+        # keep the message from the bots, who are the reason it was sent.
+        await self._send_quietly(
             {"type": "ack", "client_message_id": frame.client_message_id, "message_id": message.id}
         )
-        if is_new:
-            try:
-                await self.deliver(message, self)
-            except Exception:
-                log.exception("webchat: the bridge could not take message %s", message.id)
-                await self.send_frame(
-                    error_frame(
-                        "not_delivered",
-                        "the bridge could not pass this message on to the bots",
-                        client_message_id=frame.client_message_id,
-                    )
+        if not room.awaits_hand_off(message.id):
+            return  # a resend of a message the bridge already has
+        try:
+            await self.deliver(message, self)
+        except Exception:
+            # It stays "not handed off": a resend with the same id tries again.
+            log.exception("webchat: the bridge could not take message %s", message.id)
+            await self._send_quietly(
+                error_frame(
+                    "not_delivered",
+                    "the bridge could not pass this message on to the bots",
+                    client_message_id=frame.client_message_id,
                 )
+            )
+            return
+        room.handed_off(message.id)
+
+    async def _send_quietly(self, frame: dict[str, object]) -> None:
+        """A frame for this page if it is still there; a page that left gets nothing."""
+        try:
+            await self.send_frame(frame)
+        except (ConnectionError, TimeoutError, RuntimeError) as exc:
+            log.debug("webchat: %s left before a frame reached it: %s", self.name, exc)

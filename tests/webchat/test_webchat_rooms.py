@@ -203,3 +203,46 @@ async def test_a_failing_sink_is_reported_to_the_sender(start_webchat, http) -> 
     assert error["client_message_id"] == client_message_id
     await ada.assert_quiet()
 
+
+
+async def test_a_page_closed_right_after_sending_still_reaches_the_bots(
+    start_webchat, http
+) -> None:
+    """The ack write fails (the page is gone); the message must be handed off anyway."""
+    chat = await start_webchat()
+    tries = 20
+    for n in range(tries):
+        page = await open_client(http, chat.ws_url)
+        await page.join("lobby", "Ada")
+        await page.say(f"send and run {n}")
+        page.ws._writer.transport.abort()  # gone at once, unread frames and all
+    got = [await wait_for(chat.inbound) for _ in range(tries)]
+    assert sorted(inbound.text for inbound in got) == sorted(
+        f"send and run {n}" for n in range(tries)
+    ), f"lost {tries - len(got)} of {tries}"
+
+
+async def test_a_resend_after_a_failed_hand_off_is_handed_off(start_webchat, http) -> None:
+    chat = await start_webchat()
+    real_sink = chat.adapter.sink
+    failures: list[str] = []
+
+    async def failing_once(inbound) -> None:
+        if not failures:
+            failures.append(inbound.message_id)
+            raise RuntimeError("core is busy")
+        await real_sink(inbound)
+
+    chat.adapter.sink = failing_once
+    ada = await open_client(http, chat.ws_url)
+    await ada.join("lobby", "Ada")
+    await ada.say("try again", client_message_id="m-again")
+    await drain_until(ada, "error")
+    await ada.say("try again", client_message_id="m-again")
+    await ada.expect("ack")
+    delivered = await wait_for(chat.inbound)
+    assert failures == [delivered.message_id] and delivered.text == "try again"
+    await ada.say("try again", client_message_id="m-again")  # now it is handed off: no more
+    await ada.expect("ack")
+    await ada.assert_quiet()
+    assert chat.inbound.empty()
