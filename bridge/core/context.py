@@ -18,7 +18,6 @@ from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.link import LinkClient
-from bridge.core.loop_guard import LoopGuardState, Verdict
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.render import render_parts
@@ -51,7 +50,6 @@ class RelayContext:
     """group id → names of the group's bots that are online now."""
     sessions: dict[str, str] = field(default_factory=dict)
     """lane key → the BCN channel session last used there (for `/stop`)."""
-    loop_guard: LoopGuardState = field(default_factory=LoopGuardState)
     runs: dict[str, str] = field(default_factory=dict)
     clarifying_lanes: set[str] = field(default_factory=set)
     """Lanes that may hold a CLARIFY waiting for a human (saves a query per message)."""
@@ -115,11 +113,13 @@ class RelayContext:
         protocol: dict[str, Any] | None = None,
         reply_to: str | None = None,
         once: str | None = None,
+        hold: bool = False,
     ) -> bool:
         """Render for the lane's adapter and queue durably (returns once stored).
 
         `once`: a `seen` key recorded in the same transaction (see `Outbox.put`). True when
-        the output was queued by this call.
+        the output was queued by this call. `hold`: the lane's loop guard paused it — keep
+        it with the lane's held outputs until a human speaks.
         """
         adapter = self.adapters.get(lane.channel)
         if adapter is None:
@@ -128,20 +128,22 @@ class RelayContext:
         parts = render_parts(
             markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
         )
-        return await self.outbox.put(
-            OutboxItem(
-                lane=lane.key,
-                kind=kind.value,
-                sender_label=sender_label,
-                parts=parts,
-                conversation=conversation,
-                run_id=run_id,
-                reply_to=reply_to,
-                protocol=protocol,
-                created_at=self.clock(),
-            ),
-            once=once,
+        item = OutboxItem(
+            lane=lane.key,
+            kind=kind.value,
+            sender_label=sender_label,
+            parts=parts,
+            conversation=conversation,
+            run_id=run_id,
+            reply_to=reply_to,
+            protocol=protocol,
+            created_at=self.clock(),
         )
+        if hold:
+            return await self.store.loop_guard.hold(
+                lane.key, item, keep=binding.loop_guard.max_messages, once=once, now=self.clock()
+            )
+        return await self.outbox.put(item, once=once)
 
     async def track(self, parsed: Any, lane: Lane) -> None:
         """Track a protocol message seen in this lane and refresh the lane's request panel."""
@@ -165,16 +167,36 @@ class RelayContext:
             log.exception("could not update the request panel of %s", lane.key)
 
     async def bot_turn(self, lane: Lane, binding: Binding) -> bool:
-        """Count one bot-authored message in the lane; False when the loop guard holds it."""
-        verdict = self.loop_guard.bot_spoke(lane.key, binding.loop_guard, time.monotonic())
-        if verdict is Verdict.TRIPPED:
-            guard = binding.loop_guard
+        """Count one bot-authored message in the lane; False when the loop guard pauses it
+        (the chat is told once, when the pause starts)."""
+        guard = binding.loop_guard
+        verdict = await self.store.loop_guard.bot_spoke(
+            lane.key, limit=guard.max_messages, window=guard.window_seconds, now=self.clock()
+        )
+        if verdict == "tripped":
             await self.notice(
                 lane, binding,
                 f"⏸️ Bot messages paused here: more than {guard.max_messages} in "
-                f"{guard.window_seconds:g}s without a human. Say something to resume.",
+                f"{guard.window_seconds:g}s without a human. What they say is held; say "
+                "something to see it and let them go on.",
             )
-        return verdict is Verdict.ALLOW
+        return verdict == "allow"
+
+    async def human_spoke(self, lane: Lane, binding: Binding) -> None:
+        """A human wrote: the lane's loop guard resets, and what it held is shown."""
+        released = await self.store.loop_guard.human_spoke(lane.key)
+        if released is None:
+            return
+        self.outbox.adopt(released.items)
+        held = len(released.items) + released.not_kept
+        if held:
+            lost = (f" ({released.not_kept} more were held but not kept: at most "
+                    f"{binding.loop_guard.max_messages} are)") if released.not_kept else ""
+            text = (f"▶️ Bots resume. {len(released.items)} message(s) they sent while paused "
+                    f"are shown above{lost}.")
+        else:
+            text = "▶️ Bots resume."
+        await self.notice(lane, binding, text)
 
     def show_typing(self, lane: Lane) -> None:
         """Tell the chat a bot is working (platforms with a typing indicator), at most

@@ -93,8 +93,10 @@ class InboundPipeline:
             await self.send(msg, binding, lane, text=msg.text, deliver="observe")
             return
         if not msg.sender.is_bot:
-            ctx.loop_guard.human_spoke(lane.key)
+            await ctx.human_spoke(lane, binding)
         elif not await ctx.bot_turn(lane, binding):
+            # The loop guard paused this chat: the bots still see it, none is asked to answer.
+            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
             return
         if await self.commands.handle(msg, binding, lane):
             return

@@ -1,8 +1,9 @@
 """Bots → humans: the outbound pipeline for the hub's `channel.deliver`.
 
-drop repeated event ids → find the binding → accumulate streamed text → loop guard →
-protocol middleware (track protocol text; wrap a plain reply to a routed request into its
-RESPONSE; errors and aborts of such a reply become `Status: failed`) → render → outbox.
+drop repeated event ids → find the binding → accumulate streamed text → protocol middleware
+(track protocol text; wrap a plain reply to a routed request into its RESPONSE; errors and
+aborts of such a reply become `Status: failed`) → loop guard (a paused chat's outputs are
+held, not dropped) → render → outbox.
 Returning normally means the output is durably queued, which is when the link acks.
 """
 
@@ -70,7 +71,7 @@ class OutboundPipeline:
             streamed = ctx.runs.get(run_id, "") + text
             ctx.runs[run_id] = streamed
             ctx.show_typing(lane)
-            if not ctx.loop_guard.is_paused(lane.key) and streamed.strip():
+            if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):
                 await ctx.post(lane, binding, streamed, sender_label=bot,
                                kind=OutboundKind.DELTA, run_id=run_id, conversation=session)
             return False
@@ -82,13 +83,13 @@ class OutboundPipeline:
             text = streamed
         if kind == "final" and not text.strip():
             return False  # a bot that chose to stay quiet (every run must end with a final)
-        if not await ctx.bot_turn(lane, binding):
-            return False
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
+        shown = await ctx.bot_turn(lane, binding)
         return await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
-                              run_id=run_id, conversation=session, protocol=protocol, once=once)
+                              run_id=run_id, conversation=session, protocol=protocol, once=once,
+                              hold=not shown)
 
     async def _middleware(
         self,

@@ -155,6 +155,11 @@ class Outbox:
         self._enqueue(item)
         return True
 
+    def adopt(self, items: list[OutboxItem]) -> None:
+        """Send items another concern already wrote to the outbox store (held outputs)."""
+        for item in items:
+            self._enqueue(item)
+
     def _enqueue(self, item: OutboxItem) -> None:
         queue = self._lanes.get(item.lane)
         if queue is None:

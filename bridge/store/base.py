@@ -15,6 +15,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import NamedTuple, Self
 
+from bridge.store.loop_guard import LoopGuardStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
 
@@ -80,6 +81,7 @@ class Store(ABC):
     seen: SeenStore
     outbox: OutboxStore
     spool: SpoolStore
+    loop_guard: LoopGuardStore
     message_map: MessageMapStore
 
     @abstractmethod

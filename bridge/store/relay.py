@@ -52,6 +52,26 @@ class OutboxItem:
         if len(self.sent) < len(self.parts):
             self.sent.extend([None] * (len(self.parts) - len(self.sent)))
 
+    def to_body(self) -> dict[str, Any]:
+        """The JSON a store keeps (id and created_at are kept beside it)."""
+        return {
+            "lane": self.lane, "kind": self.kind, "sender_label": self.sender_label,
+            "parts": self.parts, "conversation": self.conversation, "run_id": self.run_id,
+            "reply_to": self.reply_to, "protocol": self.protocol, "sent": self.sent,
+        }
+
+    @classmethod
+    def from_body(
+        cls, body: dict[str, Any], *, id: int = 0, created_at: datetime | None = None
+    ) -> OutboxItem:
+        return cls(
+            lane=body["lane"], kind=body["kind"], sender_label=body["sender_label"],
+            parts=list(body["parts"]), conversation=body.get("conversation", ""),
+            run_id=body.get("run_id"), reply_to=body.get("reply_to"),
+            protocol=body.get("protocol"), created_at=created_at, id=id,
+            sent=list(body.get("sent") or []),
+        )
+
 
 class OutboxStore(ABC):
     """Outputs waiting for their platform, in order per lane, surviving restarts."""

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.core.binding import LoopGuard
 from bridge.core.commands import split_command
-from bridge.core.loop_guard import LoopGuardState, Verdict
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import (
     PendingRequest,
@@ -33,22 +31,6 @@ from bridge.protocol import Depth, build_handoff, build_request, parse
 )
 def test_split_command(text: str, expected: tuple[str, str] | None) -> None:
     assert split_command(text) == expected
-
-
-def test_loop_guard_trips_once_then_holds_until_a_human_speaks() -> None:
-    guard, policy = LoopGuardState(), LoopGuard(max_messages=2, window_seconds=60)
-    verdicts = [guard.bot_spoke("lane", policy, now) for now in (0.0, 1.0, 2.0, 3.0)]
-    assert verdicts == [Verdict.ALLOW, Verdict.ALLOW, Verdict.TRIPPED, Verdict.PAUSED]
-    guard.human_spoke("lane")
-    assert guard.bot_spoke("lane", policy, 4.0) is Verdict.ALLOW
-
-
-def test_loop_guard_window_slides() -> None:
-    guard, policy = LoopGuardState(), LoopGuard(max_messages=2, window_seconds=10)
-    assert guard.bot_spoke("lane", policy, 0.0) is Verdict.ALLOW
-    assert guard.bot_spoke("lane", policy, 5.0) is Verdict.ALLOW
-    assert guard.bot_spoke("lane", policy, 11.0) is Verdict.ALLOW  # the first one aged out
-    assert guard.bot_spoke("other", policy, 11.0) is Verdict.ALLOW  # lanes are separate
 
 
 def test_lane_key_round_trips() -> None:

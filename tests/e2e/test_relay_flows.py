@@ -124,6 +124,33 @@ async def test_loop_guard_pauses_bot_traffic_until_a_human_speaks(start_system):
                                       if m.text == "humans are back"])
 
 
+async def test_bots_answering_each_other_lose_nothing_to_the_loop_guard(start_system):
+    """16 bot replies while the guard allows 4: the rest are held, then shown, not dropped."""
+    system = await start_system(
+        stream=False, binding={"loop_guard": {"max_messages": 4, "window_seconds": 60}}
+    )
+    relay = system.app.relay
+    [binding_id] = relay.link.bindings_by_id
+    for n in range(16):
+        await relay.outbound.deliver({
+            "event_id": f"loop-{n}", "binding_id": binding_id, "bcs_session_id": "demo:x",
+            "run_id": f"r-{n}", "sender": {"bot_uuid": "b", "name": "Echo"}, "kind": "final",
+            "text": f"bot says {n}", "seq": 1,
+        })
+    await relay.outbox.wait_idle()
+    shown = [m.text for m in finals_from(system.chat.messages, "Echo")]
+    assert shown == [f"bot says {n}" for n in range(4)]
+    await system.chat_adapter.say("room", "I am here")
+    resumed = await system.wait_for(lambda ms: [m for m in ms if "Bots resume" in m.text])
+    await relay.outbox.wait_idle()
+    shown = [m.text for m in finals_from(system.chat.messages, "Echo")]
+    held = [f"bot says {n}" for n in range(4, 8)]
+    assert shown[:8] == [f"bot says {n}" for n in range(8)], shown
+    not_kept = 16 - 4 - len(held)
+    assert f"{not_kept} more were held but not kept" in resumed[0].text
+    assert "4 message(s)" in resumed[0].text
+
+
 async def test_duplicate_platform_message_is_relayed_once(start_system):
     system = await start_system()
     await system.chat_adapter.say("room", "only once please", message_id="dup-1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bridge.store.base import Store
 from bridge.store.memory.conversations import MemoryConversationStore
 from bridge.store.memory.relay import (
+    MemoryLoopGuardStore,
     MemoryMessageMapStore,
     MemoryOutboxStore,
     MemorySeenStore,
@@ -20,6 +21,7 @@ class MemoryStore(Store):
         self.seen = MemorySeenStore()
         self.outbox = MemoryOutboxStore(self.seen)
         self.spool = MemorySpoolStore(self.seen)
+        self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:

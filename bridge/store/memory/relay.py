@@ -6,6 +6,7 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
 from bridge.store.relay import (
     MessageMapStore,
     OutboxItem,
@@ -105,3 +106,42 @@ class MemorySpoolStore(SpoolStore):
 
     async def count(self) -> int:
         return len(self._entries)
+
+
+class MemoryLoopGuardStore(LoopGuardStore):
+    def __init__(self, seen: MemorySeenStore, outbox: MemoryOutboxStore) -> None:
+        self._lanes: dict[str, LaneGuard] = {}
+        self._held: dict[str, list[OutboxItem]] = {}
+        self._seen = seen
+        self._outbox = outbox
+
+    async def bot_spoke(
+        self, lane: str, *, limit: int, window: float, now: datetime
+    ) -> Verdict:
+        state = self._lanes.setdefault(lane, LaneGuard())
+        return guard_turn(state, limit=limit, window=window, now=now.timestamp())
+
+    async def is_paused(self, lane: str) -> bool:
+        state = self._lanes.get(lane)
+        return state is not None and state.paused
+
+    async def hold(
+        self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
+    ) -> bool:
+        if once is not None and not await self._seen.add(once, now):
+            return False
+        held = self._held.setdefault(lane, [])
+        if len(held) < keep:
+            held.append(copy.deepcopy(item))
+        else:
+            self._lanes.setdefault(lane, LaneGuard()).held_over += 1
+        return True
+
+    async def human_spoke(self, lane: str) -> Released | None:
+        state = self._lanes.pop(lane, None)
+        held = self._held.pop(lane, [])
+        if state is None or not state.paused:
+            return None
+        for item in held:
+            await self._outbox.append(item)
+        return Released(held, state.held_over)

@@ -107,6 +107,22 @@ MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        4,
+        "the loop guard: per-lane state and the bot outputs held while a lane is paused",
+        (
+            "CREATE TABLE loop_guard (lane TEXT PRIMARY KEY, state TEXT NOT NULL) WITHOUT ROWID",
+            """
+            CREATE TABLE loop_held (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                lane       TEXT NOT NULL,
+                body       TEXT NOT NULL,
+                created_at INTEGER
+            )
+            """,
+            "CREATE INDEX loop_held_lane ON loop_held (lane, id)",
+        ),
+    ),
 )
 
 

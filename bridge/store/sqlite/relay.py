@@ -7,6 +7,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
+from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
 from bridge.store.relay import (
     MessageMapStore,
     OutboxItem,
@@ -54,17 +55,7 @@ class SqliteOutboxStore(OutboxStore):
     async def append(
         self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
     ) -> int | None:
-        body = {
-            "lane": item.lane,
-            "kind": item.kind,
-            "sender_label": item.sender_label,
-            "parts": item.parts,
-            "conversation": item.conversation,
-            "run_id": item.run_id,
-            "reply_to": item.reply_to,
-            "protocol": item.protocol,
-            "sent": item.sent,
-        }
+        body = item.to_body()
         created = to_micros(item.created_at) if item.created_at else None
         with write_transaction(self._db):
             if once is not None:
@@ -84,25 +75,13 @@ class SqliteOutboxStore(OutboxStore):
 
     async def pending(self) -> list[OutboxItem]:
         rows = self._db.execute("SELECT id, body, created_at FROM outbox ORDER BY id").fetchall()
-        items = []
-        for row_id, body, created in rows:
-            data = json.loads(body)
-            items.append(
-                OutboxItem(
-                    lane=data["lane"],
-                    kind=data["kind"],
-                    sender_label=data["sender_label"],
-                    parts=list(data["parts"]),
-                    conversation=data.get("conversation", ""),
-                    run_id=data.get("run_id"),
-                    reply_to=data.get("reply_to"),
-                    protocol=data.get("protocol"),
-                    created_at=from_micros(created) if created is not None else None,
-                    id=row_id,
-                    sent=list(data.get("sent") or []),
-                )
+        return [
+            OutboxItem.from_body(
+                json.loads(body), id=row_id,
+                created_at=from_micros(created) if created is not None else None,
             )
-        return items
+            for row_id, body, created in rows
+        ]
 
     async def record_part(self, item_id: int, index: int, message_id: str) -> None:
         with write_transaction(self._db):
@@ -185,3 +164,84 @@ class SqliteSpoolStore(SpoolStore):
 
     async def count(self) -> int:
         return int(self._db.execute("SELECT COUNT(*) FROM spool").fetchone()[0])
+
+
+class SqliteLoopGuardStore(LoopGuardStore):
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def _state(self, lane: str) -> LaneGuard | None:
+        row = self._db.execute("SELECT state FROM loop_guard WHERE lane = ?", (lane,)).fetchone()
+        return LaneGuard.from_json(json.loads(row[0])) if row else None
+
+    def _save(self, lane: str, state: LaneGuard) -> None:
+        self._db.execute(
+            "INSERT INTO loop_guard (lane, state) VALUES (?, ?)"
+            " ON CONFLICT (lane) DO UPDATE SET state = excluded.state",
+            (lane, json.dumps(state.to_json())),
+        )
+
+    async def bot_spoke(
+        self, lane: str, *, limit: int, window: float, now: datetime
+    ) -> Verdict:
+        with write_transaction(self._db):
+            state = self._state(lane) or LaneGuard()
+            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+            self._save(lane, state)
+        return verdict
+
+    async def is_paused(self, lane: str) -> bool:
+        state = self._state(lane)
+        return state is not None and state.paused
+
+    async def hold(
+        self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
+    ) -> bool:
+        with write_transaction(self._db):
+            if once is not None:
+                claimed = self._db.execute(
+                    "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
+                    (once, to_micros(now)),
+                )
+                if claimed.rowcount != 1:
+                    return False
+            held = self._db.execute(
+                "SELECT COUNT(*) FROM loop_held WHERE lane = ?", (lane,)
+            ).fetchone()[0]
+            if held < keep:
+                created = to_micros(item.created_at) if item.created_at else None
+                self._db.execute(
+                    "INSERT INTO loop_held (lane, body, created_at) VALUES (?, ?, ?)",
+                    (lane, json.dumps(item.to_body()), created),
+                )
+            else:
+                state = self._state(lane) or LaneGuard()
+                state.held_over += 1
+                self._save(lane, state)
+        return True
+
+    async def human_spoke(self, lane: str) -> Released | None:
+        state = self._state(lane)
+        if state is None:
+            return None  # the common case: no bot spoke here lately, nothing to write
+        with write_transaction(self._db):
+            self._db.execute("DELETE FROM loop_guard WHERE lane = ?", (lane,))
+            if not state.paused:
+                return None
+            rows = self._db.execute(
+                "SELECT id, body, created_at FROM loop_held WHERE lane = ? ORDER BY id", (lane,)
+            ).fetchall()
+            items = []
+            for _, body, created in rows:
+                cursor = self._db.execute(
+                    "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
+                    (lane, body, created),
+                )
+                items.append(OutboxItem.from_body(
+                    json.loads(body), id=int(cursor.lastrowid or 0),
+                    created_at=from_micros(created) if created is not None else None,
+                ))
+            self._db.execute("DELETE FROM loop_held WHERE lane = ?", (lane,))
+        return Released(items, state.held_over)

@@ -1,0 +1,63 @@
+"""The loop guard's state and held outputs: one contract for every backend."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from bridge.store import Store
+from bridge.store.loop_guard import LaneGuard, guard_turn
+from bridge.store.relay import OutboxItem
+
+T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
+LANE = "t:main|room|"
+
+
+def at(seconds: float) -> datetime:
+    return T0 + timedelta(seconds=seconds)
+
+
+def output(text: str) -> OutboxItem:
+    return OutboxItem(lane=LANE, kind="final", sender_label="Echo", parts=[text], created_at=T0)
+
+
+def test_the_transition_trips_once_then_stays_paused() -> None:
+    state = LaneGuard()
+    verdicts = [guard_turn(state, limit=2, window=60, now=t) for t in (0, 1, 2, 3)]
+    assert verdicts == ["allow", "allow", "tripped", "paused"]
+
+
+def test_the_window_slides() -> None:
+    state = LaneGuard()
+    assert [guard_turn(state, limit=2, window=10, now=t) for t in (0, 5, 11)] == ["allow"] * 3
+
+
+async def test_a_lane_pauses_and_a_human_releases_what_was_held(store: Store) -> None:
+    verdicts = [
+        await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(t)) for t in range(4)
+    ]
+    assert verdicts == ["allow", "allow", "tripped", "paused"]
+    assert await store.loop_guard.is_paused(LANE)
+    assert not await store.loop_guard.is_paused("other|lane|")
+    for n in range(3):
+        assert await store.loop_guard.hold(LANE, output(f"held {n}"), keep=2, once=f"e{n}",
+                                           now=T0)
+    assert not await store.loop_guard.hold(LANE, output("replayed"), keep=2, once="e1", now=T0)
+
+    released = await store.loop_guard.human_spoke(LANE)
+    assert released is not None
+    assert [item.parts for item in released.items] == [["held 0"], ["held 1"]]
+    assert released.not_kept == 1
+    queued = await store.outbox.pending()
+    assert [(item.id, item.parts) for item in queued] == [
+        (item.id, item.parts) for item in released.items
+    ]
+    assert not await store.loop_guard.is_paused(LANE)
+    assert await store.loop_guard.human_spoke(LANE) is None
+    assert await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(10)) == "allow"
+
+
+async def test_a_human_in_a_lane_that_is_not_paused_resets_its_count(store: Store) -> None:
+    await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(0))
+    await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(1))
+    assert await store.loop_guard.human_spoke(LANE) is None
+    assert await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(2)) == "allow"
