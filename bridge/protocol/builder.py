@@ -75,7 +75,7 @@ def build_request(
     """Ask `to` to do `task`; a request id is generated from `from_` when none is given."""
     _require("REQUEST", (("to", to), ("from", from_), ("task", task)))
     return _render_task(
-        "REQUEST", to, from_, original_from, request_id or generate_request_id(from_), task,
+        "REQUEST", to, from_, original_from, _request_id("REQUEST", request_id, from_), task,
         context, _checked_depth(depth, "REQUEST", max_depth_cap), callback, priority,
     )
 
@@ -179,7 +179,7 @@ def build_broadcast(
         "all",
         [
             ("From", from_),
-            ("RequestId", request_id or generate_request_id(from_)),
+            ("RequestId", _request_id("BROADCAST", request_id, from_)),
             ("Message", message),
             ("Context", context),
             ("Expires", expires),
@@ -246,6 +246,19 @@ def _require(message_type: str, fields: Iterable[tuple[str, str | None]]) -> Non
             raise ValueError(f"{message_type} field {name} must be text, got {kind}")
         if _blank(value):
             raise ValueError(f"{message_type} requires field: {name}")
+
+
+def _request_id(message_type: str, request_id: str | None, from_: str | None) -> str:
+    """The given request id, or a generated one when none is given (None or "").
+
+    Whitespace alone is refused: it would render as an empty `RequestId:` that no parser
+    accepts, and a builder must never emit a message it cannot read back.
+    """
+    if not request_id:
+        return generate_request_id(from_ or "")
+    if _blank(request_id):
+        raise ValueError(f"{message_type} field requestId is blank")
+    return request_id
 
 
 def _blank(value: str | None) -> bool:

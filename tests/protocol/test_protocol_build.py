@@ -121,3 +121,13 @@ def test_clarify_round_trip() -> None:
     built = build_clarify(to="Lotbot", from_="Mantis", request_id="r", question="Which?\nA or B")
     message = parse(built)
     assert message is not None and message.question == "Which?\nA or B"
+
+
+@pytest.mark.parametrize("request_id", ["\r", "  ", "\t\n"])
+def test_a_blank_request_id_is_refused_not_rendered_unreadable(request_id: str) -> None:
+    """Found by the round-trip property: `RequestId: \\r` rendered a block no parser reads."""
+    with pytest.raises(ValueError, match="requestId is blank"):
+        build_request(to="Bot", from_="Ada", task="t", request_id=request_id)
+    with pytest.raises(ValueError, match="requestId is blank"):
+        build_broadcast(from_="Ada", message="m", request_id=request_id)
+    assert parse(build_request(to="Bot", from_="Ada", task="t", request_id="")).request_id
