@@ -17,6 +17,7 @@ from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound, OutboundKind
 from bridge.core.outbox import Lane
+from bridge.core.relay_state import GroupBots
 from bridge.protocol import build_request, generate_request_id, parse
 from bridge.store.records import Conversation
 
@@ -58,7 +59,8 @@ class Commands:
             elif name == names.new:
                 await self._new(msg, binding, lane)
             else:
-                await self._answer(msg, lane, binding, self.help_text(binding, unknown=name))
+                bots = await self.ctx.bots(binding)
+                await self._answer(msg, lane, binding, self.help_text(bots, unknown=name))
         except (BcnError, ConnectionClosed, TimeoutError) as exc:
             log.warning("command /%s failed: %s", name, exc)
             await self._answer(msg, lane, binding, f"⚠️ `/{name}` failed: the BCN said {exc}")
@@ -68,9 +70,9 @@ class Commands:
         """The bridge's answer to a command, as a reply to it."""
         await self.ctx.notice(lane, binding, text, reply_to=msg.message_id)
 
-    def help_text(self, binding: Binding, unknown: str | None = None) -> str:
+    def help_text(self, group_bots: GroupBots, unknown: str | None = None) -> str:
         names = self.ctx.commands
-        bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
+        bots = group_bots.listing()
         lead = f"Unknown command `/{unknown}`." if unknown and unknown != "help" else "Commands:"
         lines = [lead]
         for name, usage in (
@@ -87,9 +89,10 @@ class Commands:
     async def _ask(self, msg: Inbound, binding: Binding, lane: Lane, rest: str) -> None:
         target, _, task = rest.partition(" ")
         task = task.strip()
-        bot = self.ctx.bot_named(binding.group, target) if target else None
+        group_bots = await self.ctx.bots(binding)
+        bot = group_bots.named(target) if target else None
         if bot is None or not task:
-            bots = ", ".join(self.ctx.bot_names(binding.group)) or "none online"
+            bots = group_bots.listing()
             problem = "Usage" if not target or not task else f"No bot called {target!r} here"
             await self._answer(
                 msg, lane, binding,
@@ -118,7 +121,7 @@ class Commands:
         await self._answer(msg, lane, binding, "\n".join(lines))
 
     async def _stop(self, msg: Inbound, binding: Binding, lane: Lane) -> None:
-        session = self.ctx.sessions.get(lane.key)
+        session = await self.ctx.state.session(lane.key)
         if session is None:
             await self._answer(msg, lane, binding, "Nothing is running here.")
             return
@@ -139,7 +142,7 @@ class Commands:
         if binding.session_scope == "sender":
             params["sender_user_id"] = msg.sender.id
         await self.ctx.link.request("channel.session.reset", params)
-        self.ctx.sessions.pop(lane.key, None)
+        await self.ctx.state.clear_session(lane.key)
         await self._answer(
             msg, lane, binding,
             "Started a fresh conversation: the bots will not see earlier messages.",

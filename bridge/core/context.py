@@ -20,6 +20,7 @@ from bridge.core.binding import Binding
 from bridge.core.link import LinkClient
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.relay_state import GroupBots, RelayState
 from bridge.core.render import render_parts
 from bridge.core.spool import InboundSpool
 from bridge.store.base import Store
@@ -39,21 +40,13 @@ class RelayContext:
     outbox: Outbox
     link: LinkClient
     spool: InboundSpool
+    state: RelayState
+    """Sessions, group bots, waiting questions: records in the store, not in this object."""
     adapters: dict[str, Adapter]
     bindings: list[Binding]
     clock: Callable[[], datetime]
     commands: CommandNames = field(default_factory=CommandNames)
     bridge_name: str = BRIDGE_NAME
-    participants: dict[str, list[str]] = field(default_factory=dict)
-    """group id → names of the group's bots (refreshed from the hub)."""
-    online: dict[str, set[str]] = field(default_factory=dict)
-    """group id → names of the group's bots that are online now."""
-    sessions: dict[str, str] = field(default_factory=dict)
-    """lane key → the BCN channel session last used there (for `/stop`)."""
-    runs: dict[str, str] = field(default_factory=dict)
-    clarifying_lanes: set[str] = field(default_factory=set)
-    """Lanes that may hold a CLARIFY waiting for a human (saves a query per message)."""
-    """run id → the text streamed so far (deltas are increments)."""
     background: Background = field(default_factory=lambda: Background("relay-io"))
     _warned_unbound: set[str] = field(default_factory=set)
     _typing_at: dict[str, float] = field(default_factory=dict)
@@ -89,16 +82,9 @@ class RelayContext:
             return None
         return adapter, binding
 
-    def bot_names(self, group: str) -> list[str]:
-        return self.participants.get(group, [])
-
-    def bot_named(self, group: str, name: str) -> str | None:
-        """The group bot called `name` (case-insensitive, `@` optional), by its own spelling."""
-        wanted = name.lstrip("@").casefold()
-        for bot in self.bot_names(group):
-            if bot.casefold() == wanted:
-                return bot
-        return None
+    async def bots(self, binding: Binding) -> GroupBots:
+        """The bots of the binding's group, as the hub last said."""
+        return await self.state.group_bots(binding.group)
 
     async def post(
         self,
@@ -148,8 +134,8 @@ class RelayContext:
     async def track(self, parsed: Any, lane: Lane) -> None:
         """Track a protocol message seen in this lane and refresh the lane's request panel."""
         conversation = await self.tracker.track(parsed, self.clock(), chat=lane.key)
-        if conversation.status == "clarifying":
-            self.clarifying_lanes.add(lane.key)
+        if conversation.status == "clarifying" and not await self.state.may_clarify(lane.key):
+            await self.state.set_may_clarify(lane.key, True)
         await self.refresh_panel(lane)
 
     async def refresh_panel(self, lane: Lane) -> None:

@@ -106,11 +106,11 @@ class InboundPipeline:
         if parsed is not None:
             await self._protocol(msg, binding, lane, parsed)
             return
-        deliver = "auto" if self._addressed(binding, msg) else "observe"
+        deliver = "auto" if await self._addressed(binding, msg) else "observe"
         await self.send(msg, binding, lane, text=msg.text, deliver=deliver)
 
     # ------------------------------------------------------------------ policy
-    def _addressed(self, binding: Binding, msg: Inbound) -> bool:
+    async def _addressed(self, binding: Binding, msg: Inbound) -> bool:
         """With `require_mention`, only messages naming a group bot ask for an answer."""
         if not binding.require_mention:
             return True
@@ -118,7 +118,7 @@ class InboundPipeline:
         text = msg.text.casefold()
         return any(
             bot.casefold() in mentioned or f"@{bot.casefold()}" in text
-            for bot in self.ctx.bot_names(binding.group)
+            for bot in (await self.ctx.bots(binding)).names
         )
 
     # ------------------------------------------------------------------ CLARIFY answers
@@ -130,7 +130,7 @@ class InboundPipeline:
         if conv is None:
             return False
         asker = conv.history[-1].from_ if conv.history else conv.to
-        bot = self.ctx.bot_named(binding.group, asker)
+        bot = (await self.ctx.bots(binding)).named(asker)
         if bot is None:
             return False  # a platform bot asked; it reads the chat itself
         depth = Depth(*conv.depth) if conv.depth else DEFAULT_DEPTH
@@ -169,11 +169,11 @@ class InboundPipeline:
                 if conv is not None and conv.status == "clarifying":
                     return conv, msg.text
         # Without a reply: the one question in this chat addressed to this person.
-        if lane.key not in self.ctx.clarifying_lanes:
+        if not await self.ctx.state.may_clarify(lane.key):
             return None, ""
         clarifying = await tracker.list(status="clarifying", chat=lane.key)
         if not clarifying:
-            self.ctx.clarifying_lanes.discard(lane.key)
+            await self.ctx.state.set_may_clarify(lane.key, False)
         waiting = [
             conv for conv in clarifying
             if conv.history and conv.history[-1].type == "CLARIFY"
@@ -218,7 +218,7 @@ class InboundPipeline:
             await self.send(msg, binding, lane, text=text, deliver="auto")
             return
         await self.ctx.track(parsed, lane)
-        bot = self.ctx.bot_named(binding.group, parsed.to or "")
+        bot = (await self.ctx.bots(binding)).named(parsed.to or "")
         if bot is None or parsed.type == "BROADCAST":
             # Addressed to someone outside BCN (or to everyone): bots observe, none answer.
             await self.send(msg, binding, lane, text=text, deliver="observe",
@@ -285,7 +285,7 @@ class InboundPipeline:
     async def accepted(self, lane: Lane, payload: dict[str, Any]) -> None:
         """The hub took a message: remember its session (for `/stop`), show typing."""
         if session := payload.get("bcs_session_id"):
-            self.ctx.sessions[lane.key] = session
+            await self.ctx.state.set_session(lane.key, str(session))
         if any(d.get("method") == "chat.send" for d in payload.get("deliveries") or []
                if isinstance(d, dict)):
             self.ctx.show_typing(lane)

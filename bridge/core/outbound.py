@@ -10,6 +10,7 @@ Returning normally means the output is durably queued, which is when the link ac
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from bridge.core.binding import Binding
@@ -55,7 +56,7 @@ class OutboundPipeline:
         lane = Lane(binding.channel, binding.chat, thread_id)
         session = str(params.get("bcs_session_id") or "")
         if session:
-            ctx.sessions[lane.key] = session
+            await ctx.state.set_session(lane.key, session)
         kind = str(params.get("kind") or "final")
         text = str(params.get("text") or "")
         run_id = params.get("run_id") if isinstance(params.get("run_id"), str) else None
@@ -68,8 +69,10 @@ class OutboundPipeline:
         if kind == "delta":
             if run_id is None:
                 return False
-            streamed = ctx.runs.get(run_id, "") + text
-            ctx.runs[run_id] = streamed
+            seq = params.get("seq")
+            if not isinstance(seq, int) or isinstance(seq, bool):
+                seq = time.monotonic_ns()  # a BCN that does not number deltas: arrival order
+            streamed = await ctx.store.streams.append(run_id, seq, text, ctx.clock())
             ctx.show_typing(lane)
             if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):
                 await ctx.post(lane, binding, streamed, sender_label=bot,
@@ -78,7 +81,7 @@ class OutboundPipeline:
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
             return False
-        streamed = ctx.runs.pop(run_id, "") if run_id else ""
+        streamed = await ctx.store.streams.take(run_id) if run_id else ""
         if kind == "final" and not text:
             text = streamed
         if kind == "final" and not text.strip():

@@ -26,6 +26,7 @@ from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
 from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.relay_state import RelayState
 from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
 from bridge.store.base import Store
 from bridge.store.records import Conversation
@@ -86,6 +87,7 @@ class Relay:
             outbox=self.outbox,
             link=self.link,
             spool=self.spool,
+            state=RelayState(store, clock),
             adapters={},
             bindings=bindings,
             clock=clock,
@@ -106,8 +108,8 @@ class Relay:
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, wait_for_link: bool = False) -> None:
         for conv in await self.ctx.tracker.list(status="clarifying"):
-            if conv.chat:
-                self.ctx.clarifying_lanes.add(conv.chat)
+            if conv.chat and not await self.ctx.state.may_clarify(conv.chat):
+                await self.ctx.state.set_may_clarify(conv.chat, True)
         await self.outbox.start()
         await self.spool.start()
         await self.link.start(wait=wait_for_link)
@@ -161,11 +163,10 @@ class Relay:
         if name == "channel.participants.changed" and isinstance(payload.get("group_id"), str):
             await self._refresh_group(payload["group_id"])
 
-    def _group_online(self, binding: Binding) -> bool:
+    async def _group_online(self, binding: Binding) -> bool:
         """Are all the group's bots online? (After a hub restart they come back one by one;
         a message sent before its addressee is back reaches nobody.)"""
-        known = set(self.ctx.participants.get(binding.group, ()))
-        return bool(known) and known <= self.ctx.online.get(binding.group, set())
+        return (await self.ctx.bots(binding)).all_online
 
     async def _on_link_up(self) -> None:
         await self._refresh_participants()
@@ -184,8 +185,9 @@ class Relay:
         found = [
             p for p in payload.get("participants") or [] if isinstance(p, dict) and p.get("name")
         ]
-        self.ctx.participants[group] = [str(p["name"]) for p in found]
-        self.ctx.online[group] = {str(p["name"]) for p in found if p.get("online")}
+        names = [str(p["name"]) for p in found]
+        online = [str(p["name"]) for p in found if p.get("online")]
+        await self.ctx.state.set_group_bots(group, names, online)
         self.spool.bots_changed()
 
     # ------------------------------------------------------------------ timeouts
@@ -210,6 +212,7 @@ class Relay:
         cut = (now or self.ctx.clock()) - self.retention
         store = self.ctx.store
         removed = await store.seen.prune(cut) + await store.message_map.prune(cut)
+        removed += await store.streams.prune(cut)
         removed += await self.ctx.tracker.cleanup(self.retention, now or self.ctx.clock())
         if removed:
             log.info("housekeeping: forgot %d record(s) older than %s", removed, self.retention)

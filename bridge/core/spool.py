@@ -42,7 +42,7 @@ Notify = Callable[[Lane, Binding, str], Awaitable[None]]
 """Posts a bridge notice in a chat."""
 FindBinding = Callable[[str], Binding | None]
 """The binding for a `binding_key`, or None when the config no longer has it."""
-BotsOnline = Callable[[Binding], bool]
+BotsOnline = Callable[[Binding], Awaitable[bool]]
 """Are the binding's group's bots online (as the hub last said)?"""
 
 
@@ -60,7 +60,7 @@ class InboundSpool:
         find_binding: FindBinding,
         on_accepted: Accepted,
         notify: Notify,
-        bots_online: BotsOnline = lambda binding: True,
+        bots_online: BotsOnline | None = None,
         limit: int = DEFAULT_SPOOL_LIMIT,
         grace: float = BOT_GRACE,
     ) -> None:
@@ -199,7 +199,8 @@ class InboundSpool:
             return True
         loop = asyncio.get_running_loop()
         waited = loop.time() - self._link_up_at
-        if not self.bots_online(binding) and waited < self.grace:
+        online = self.bots_online is None or await self.bots_online(binding)
+        if not online and waited < self.grace:
             loop.call_later(self.grace - waited, self._wake.set)
             return False  # its bots are still reconnecting; `bots_changed` wakes us
         while True:

@@ -18,6 +18,7 @@ from typing import NamedTuple, Self
 from bridge.store.loop_guard import LoopGuardStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
+from bridge.store.streams import StreamStore
 
 ConversationChange = Callable[[Conversation | None], Conversation | None]
 """Given the stored conversation (or None), return its replacement, or None for no change.
@@ -82,6 +83,7 @@ class Store(ABC):
     outbox: OutboxStore
     spool: SpoolStore
     loop_guard: LoopGuardStore
+    streams: StreamStore
     message_map: MessageMapStore
 
     @abstractmethod

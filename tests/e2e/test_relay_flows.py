@@ -204,13 +204,13 @@ async def test_new_starts_a_fresh_session_and_unknown_commands_get_help(start_sy
     await system.chat_adapter.say("room", "first session")
     await system.wait_for(lambda ms: finals_from(ms, "Echo"))
     relay = system.app.relay
-    first = relay.ctx.sessions["testchat:main|room|"]
+    first = await relay.ctx.state.session("testchat:main|room|")
     assert first.startswith("demo:channel_testchat_")
     await system.chat_adapter.say("room", "/new")
     await system.wait_for(lambda ms: [m for m in ms if "fresh conversation" in m.text])
     await system.chat_adapter.say("room", "second session")
     await system.wait_for(lambda ms: finals_from(ms, "Echo")[1:])
-    assert relay.ctx.sessions["testchat:main|room|"] != first
+    assert await relay.ctx.state.session("testchat:main|room|") != first
     await system.chat_adapter.say("room", "/frobnicate now")
     help_text = await system.wait_for(lambda ms: [m for m in ms if "Unknown command" in m.text])
     assert "/ask <Bot> <task>" in help_text[0].text
@@ -231,7 +231,7 @@ async def test_deletes_are_told_to_the_bots_only_where_the_binding_allows(start_
         await system.chat_adapter.say("room", "marker")
         await system.wait_for(lambda ms: "marker" in texts(finals_from(ms, "Echo")))
         relay = system.app.relay
-        session = relay.ctx.sessions["testchat:main|room|"]
+        session = await relay.ctx.state.session("testchat:main|room|")
         history = await relay.link.request("channel.history", {"bcs_session_id": session})
         seen = [m["text"] for m in history["messages"] if m["role"] == "user"]
         assert ("(deleted) regrettable words" in seen) is relay_edits

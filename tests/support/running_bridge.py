@@ -76,7 +76,7 @@ class RunningBridge:
         relay = self.app.relay
         assert relay is not None
         async with asyncio.timeout(WAIT):
-            while not set(names) <= set(relay.ctx.participants.get(group, [])):
+            while not set(names) <= set((await relay.ctx.state.group_bots(group)).names):
                 await relay._refresh_group(group)
                 await asyncio.sleep(0.02)
 

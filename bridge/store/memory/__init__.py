@@ -10,6 +10,7 @@ from bridge.store.memory.relay import (
     MemoryOutboxStore,
     MemorySeenStore,
     MemorySpoolStore,
+    MemoryStreamStore,
 )
 
 
@@ -22,6 +23,7 @@ class MemoryStore(Store):
         self.outbox = MemoryOutboxStore(self.seen)
         self.spool = MemorySpoolStore(self.seen)
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
+        self.streams = MemoryStreamStore()
         self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:

@@ -15,6 +15,7 @@ from bridge.store.relay import (
     SpoolEntry,
     SpoolStore,
 )
+from bridge.store.streams import StreamStore
 
 
 class MemorySeenStore(SeenStore):
@@ -145,3 +146,24 @@ class MemoryLoopGuardStore(LoopGuardStore):
         for item in held:
             await self._outbox.append(item)
         return Released(held, state.held_over)
+
+
+class MemoryStreamStore(StreamStore):
+    def __init__(self) -> None:
+        self._runs: dict[str, tuple[dict[int, str], datetime]] = {}
+
+    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+        deltas = self._runs.get(run_id, ({}, now))[0]
+        deltas.setdefault(seq, text)
+        self._runs[run_id] = (deltas, now)
+        return "".join(deltas[key] for key in sorted(deltas))
+
+    async def take(self, run_id: str) -> str:
+        deltas = self._runs.pop(run_id, ({}, None))[0]
+        return "".join(deltas[key] for key in sorted(deltas))
+
+    async def prune(self, before: datetime) -> int:
+        old = [run for run, (_, at) in self._runs.items() if at < before]
+        for run in old:
+            del self._runs[run]
+        return len(old)

@@ -12,6 +12,7 @@ from bridge.store.sqlite.relay import (
     SqliteOutboxStore,
     SqliteSeenStore,
     SqliteSpoolStore,
+    SqliteStreamStore,
 )
 
 
@@ -31,6 +32,7 @@ class SqliteStore(Store):
         self.outbox = SqliteOutboxStore(self._db)
         self.spool = SqliteSpoolStore(self._db)
         self.loop_guard = SqliteLoopGuardStore(self._db)
+        self.streams = SqliteStreamStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
 
     async def close(self) -> None:

@@ -123,6 +123,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX loop_held_lane ON loop_held (lane, id)",
         ),
     ),
+    Migration(
+        5,
+        "streamed text per run, one row per delta",
+        (
+            "CREATE TABLE run_deltas (run_id TEXT NOT NULL, seq INTEGER NOT NULL,"
+            " text TEXT NOT NULL, at INTEGER NOT NULL, PRIMARY KEY (run_id, seq)) WITHOUT ROWID",
+            "CREATE INDEX run_deltas_age ON run_deltas (at)",
+        ),
+    ),
 )
 
 

@@ -18,6 +18,7 @@ from bridge.store.relay import (
 )
 from bridge.store.sqlite.connection import write_transaction
 from bridge.store.sqlite.conversations import from_micros, to_micros
+from bridge.store.streams import StreamStore
 
 
 class SqliteSeenStore(SeenStore):
@@ -245,3 +246,39 @@ class SqliteLoopGuardStore(LoopGuardStore):
                 ))
             self._db.execute("DELETE FROM loop_held WHERE lane = ?", (lane,))
         return Released(items, state.held_over)
+
+
+class SqliteStreamStore(StreamStore):
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    def _text(self, run_id: str) -> str:
+        rows = self._db.execute(
+            "SELECT text FROM run_deltas WHERE run_id = ? ORDER BY seq", (run_id,)
+        ).fetchall()
+        return "".join(row[0] for row in rows)
+
+    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+        with write_transaction(self._db):
+            self._db.execute(
+                "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) VALUES (?, ?, ?, ?)",
+                (run_id, seq, text, to_micros(now)),
+            )
+        return self._text(run_id)
+
+    async def take(self, run_id: str) -> str:
+        with write_transaction(self._db):
+            text = self._text(run_id)
+            self._db.execute("DELETE FROM run_deltas WHERE run_id = ?", (run_id,))
+        return text
+
+    async def prune(self, before: datetime) -> int:
+        with write_transaction(self._db):
+            cursor = self._db.execute(
+                "DELETE FROM run_deltas WHERE run_id IN"
+                " (SELECT run_id FROM run_deltas GROUP BY run_id HAVING MAX(at) < ?)",
+                (to_micros(before),),
+            )
+        return cursor.rowcount
