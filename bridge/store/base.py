@@ -15,6 +15,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import NamedTuple, Self
 
+from bridge.store.leases import LeaseStore
 from bridge.store.loop_guard import LoopGuardStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
@@ -84,6 +85,7 @@ class Store(ABC):
     spool: SpoolStore
     loop_guard: LoopGuardStore
     streams: StreamStore
+    leases: LeaseStore
     message_map: MessageMapStore
 
     @abstractmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 from bridge.store.base import Store
 from bridge.store.memory.conversations import MemoryConversationStore
 from bridge.store.memory.relay import (
+    MemoryLeaseStore,
     MemoryLoopGuardStore,
     MemoryMessageMapStore,
     MemoryOutboxStore,
@@ -24,6 +25,7 @@ class MemoryStore(Store):
         self.spool = MemorySpoolStore(self.seen)
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.streams = MemoryStreamStore()
+        self.leases = MemoryLeaseStore()
         self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:

@@ -6,6 +6,7 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
 from bridge.store.relay import (
     MessageMapStore,
@@ -167,3 +168,39 @@ class MemoryStreamStore(StreamStore):
         for run in old:
             del self._runs[run]
         return len(old)
+
+
+class MemoryLeaseStore(LeaseStore):
+    def __init__(self) -> None:
+        self._leases: dict[str, tuple[str, int, float]] = {}
+        """name -> (holder, token, expires at)"""
+        self._tokens: dict[str, int] = {}
+
+    async def acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
+        now = wall_clock()
+        current = self._leases.get(name)
+        if current is not None and current[2] > now and current[0] != holder:
+            return None
+        if current is not None and current[2] > now:
+            token = current[1]
+        else:
+            token = self._tokens[name] = self._tokens.get(name, 0) + 1
+        self._leases[name] = (holder, token, now + ttl)
+        return Lease(name, holder, token)
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        current = self._leases.get(lease.name)
+        now = wall_clock()
+        if current is None or current[:2] != (lease.holder, lease.token) or current[2] <= now:
+            return False
+        self._leases[lease.name] = (lease.holder, lease.token, now + ttl)
+        return True
+
+    async def release(self, lease: Lease) -> None:
+        current = self._leases.get(lease.name)
+        if current is not None and current[:2] == (lease.holder, lease.token):
+            del self._leases[lease.name]
+
+    async def holder(self, name: str) -> str | None:
+        current = self._leases.get(name)
+        return current[0] if current is not None and current[2] > wall_clock() else None

@@ -7,6 +7,7 @@ from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
 from bridge.store.sqlite.relay import (
+    SqliteLeaseStore,
     SqliteLoopGuardStore,
     SqliteMessageMapStore,
     SqliteOutboxStore,
@@ -33,6 +34,7 @@ class SqliteStore(Store):
         self.spool = SqliteSpoolStore(self._db)
         self.loop_guard = SqliteLoopGuardStore(self._db)
         self.streams = SqliteStreamStore(self._db)
+        self.leases = SqliteLeaseStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
 
     async def close(self) -> None:

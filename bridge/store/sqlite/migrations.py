@@ -132,6 +132,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX run_deltas_age ON run_deltas (at)",
         ),
     ),
+    Migration(
+        6,
+        "leases: work one instance may do at a time, with fencing tokens",
+        (
+            "CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+            " token INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID",
+        ),
+    ),
 )
 
 

@@ -1,4 +1,4 @@
-"""The relay's concerns in SQLite (tables from migration 2)."""
+"""The relay's concerns in SQLite (tables from migrations 2-6)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sqlite3
 from datetime import datetime
 from typing import Any
 
+from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
 from bridge.store.relay import (
     MessageMapStore,
@@ -282,3 +283,53 @@ class SqliteStreamStore(StreamStore):
                 (to_micros(before),),
             )
         return cursor.rowcount
+
+
+class SqliteLeaseStore(LeaseStore):
+    """Leases between processes sharing one SQLite file (one instance: always granted)."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self._db = db
+
+    async def acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
+        now = wall_clock()
+        with write_transaction(self._db):
+            row = self._db.execute(
+                "SELECT holder, token, expires_at FROM leases WHERE name = ?", (name,)
+            ).fetchone()
+            if row is not None and row[2] > now and row[0] != holder:
+                return None
+            token = row[1] if row is not None and row[2] > now else (row[1] + 1 if row else 1)
+            self._db.execute(
+                "INSERT INTO leases (name, holder, token, expires_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (name) DO UPDATE SET holder = excluded.holder,"
+                " token = excluded.token, expires_at = excluded.expires_at",
+                (name, holder, token, now + ttl),
+            )
+        return Lease(name, holder, token)
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        now = wall_clock()
+        with write_transaction(self._db):
+            cursor = self._db.execute(
+                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?"
+                " AND expires_at > ?",
+                (now + ttl, lease.name, lease.holder, lease.token, now),
+            )
+        return cursor.rowcount == 1
+
+    async def release(self, lease: Lease) -> None:
+        with write_transaction(self._db):
+            # Expire instead of delete: the token count must survive for the next grant.
+            self._db.execute(
+                "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?",
+                (lease.name, lease.holder, lease.token),
+            )
+
+    async def holder(self, name: str) -> str | None:
+        row = self._db.execute(
+            "SELECT holder FROM leases WHERE name = ? AND expires_at > ?", (name, wall_clock())
+        ).fetchone()
+        return row[0] if row else None

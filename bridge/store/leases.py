@@ -1,0 +1,48 @@
+"""Leases: work that exactly one bridge instance may do at a time, with fencing.
+
+Polling one Telegram token, holding one Slack socket or Discord shard, sending one chat's
+outbox, sweeping timeouts: each runs under a named lease. The holder renews it well inside
+its TTL; if the holder dies (kill -9) the lease simply expires and another instance takes
+it. Every new grant carries a larger fencing token, so work a stale holder still tries to
+finish can be told apart from the new holder's (a store write can check the token).
+
+Time is the store's business: memory and SQLite read the wall clock, Redis its own
+expiries, so instances need not agree on the time of day to within more than the TTL.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    name: str
+    holder: str
+    token: int
+    """Fencing token: larger for every new grant of the same lease."""
+
+
+class LeaseStore(ABC):
+    @abstractmethod
+    async def acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
+        """Grant the lease to `holder` for `ttl` seconds if it is free or expired, or extend
+        it if `holder` has it already (same token); None while another holder has it."""
+
+    @abstractmethod
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        """Extend a held lease; False if it was lost (expired and taken, or released)."""
+
+    @abstractmethod
+    async def release(self, lease: Lease) -> None:
+        """Give the lease up at once (an orderly stop), if it is still ours."""
+
+    @abstractmethod
+    async def holder(self, name: str) -> str | None:
+        """Who holds the lease now (None when free or expired)."""
+
+
+def wall_clock() -> float:
+    return time.time()
