@@ -17,7 +17,6 @@ import asyncio
 import enum
 import hashlib
 import logging
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -26,8 +25,10 @@ from typing import Any, TypeVar
 from bridge.background import Background
 from bridge.core.adapter import Adapter, PermanentSendError, SendError
 from bridge.core.binding import Binding
+from bridge.core.instance import acquire_lease
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
 from bridge.retry import Backoff
+from bridge.store.leases import Lease, LeaseStore
 from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,17 @@ T = TypeVar("T")
 
 UNCLASSIFIED_ATTEMPTS = 8
 """Tries for a platform call failing with an error the adapter did not classify."""
+
+LANE_LEASE_TTL = 15.0
+"""Seconds a lane stays with an instance that stopped renewing (a kill -9) before another
+instance takes it over."""
+LANE_LINGER = 5.0
+"""Seconds a worker keeps its empty lane, so a busy chat keeps one lease."""
+LINGER_POLL = 0.5
+"""While lingering, how often to look for items another instance queued."""
+ORPHAN_SCAN = 5.0
+"""How often to look for queued lanes nobody works."""
+PENDING_BATCH = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +119,15 @@ SentCallback = Callable[[OutboxItem, int, PlatformRef], Awaitable[None]]
 
 
 class Outbox:
+    """Sends every lane's items in order; one instance per lane at a time (a lane lease).
+
+    The store is the queue: a lane worker reads the lane's pending items from it, whoever
+    queued them (this instance, another one, or a previous run), so a second instance or a
+    restart after kill -9 carries on where the last holder stopped. A worker keeps its lane
+    for `linger` seconds after it empties (checking the store meanwhile), so a busy chat
+    does not take and give back its lease for every message.
+    """
+
     def __init__(
         self,
         store: OutboxStore,
@@ -114,31 +135,44 @@ class Outbox:
         resolve: Resolver,
         *,
         clock: Clock,
+        leases: LeaseStore | None = None,
+        holder: str = "bcn-bridge",
         on_sent: SentCallback | None = None,
         retry_initial: float = 0.5,
         retry_maximum: float = 60.0,
+        lease_ttl: float = LANE_LEASE_TTL,
+        linger: float = LANE_LINGER,
+        orphan_scan: float = ORPHAN_SCAN,
     ) -> None:
         self.store = store
         self.message_map = message_map
         self.resolve = resolve
         self.clock = clock
+        self.leases = leases
+        self.holder = holder
         self.on_sent = on_sent
         self.retry_initial = retry_initial
         self.retry_maximum = retry_maximum
-        self._lanes: dict[str, deque[OutboxItem]] = {}
-        self._wakeups: dict[str, asyncio.Event] = {}
+        self.lease_ttl = lease_ttl
+        self.linger = linger
+        self.orphan_scan = orphan_scan
         self._workers = Background("outbox")
+        self._working: dict[str, asyncio.Event] = {}
+        """Lanes this instance works now → their wake-up (new item queued here)."""
+        self._pending: dict[int, str] = {}
+        """Item id → lane, for the items this instance knows are queued and not done."""
         self._last_edit: dict[str, float] = {}
         self._idle = asyncio.Event()
         self._idle.set()
 
     async def start(self) -> None:
-        """Resume everything a previous run left queued."""
+        """Resume everything a previous run (or a dead instance) left queued."""
         pending = await self.store.pending()
-        for item in pending:
-            self._enqueue(item)
+        self._pending.update((item.id, item.lane) for item in pending)
         if pending:
             log.info("outbox: resuming %d queued output(s)", len(pending))
+        await self._adopt_lanes()
+        self._workers.spawn(self._scan_forever(), name="outbox-scan")
 
     async def stop(self) -> None:
         await self._workers.cancel_all()
@@ -152,67 +186,152 @@ class Outbox:
         item.created_at = item.created_at or self.clock()
         if await self.store.append(item, once=once, now=self.clock()) is None:
             return False
-        self._enqueue(item)
+        self._pending[item.id] = item.lane
+        self._kick(item.lane)
         return True
 
     def adopt(self, items: list[OutboxItem]) -> None:
         """Send items another concern already wrote to the outbox store (held outputs)."""
         for item in items:
-            self._enqueue(item)
+            self._pending[item.id] = item.lane
+            self._kick(item.lane)
 
-    def _enqueue(self, item: OutboxItem) -> None:
-        queue = self._lanes.get(item.lane)
-        if queue is None:
-            queue = self._lanes[item.lane] = deque()
-            self._wakeups[item.lane] = asyncio.Event()
-            self._workers.spawn(self._work(item.lane), name=f"outbox:{item.lane}")
-        queue.append(item)
+    def _kick(self, lane: str) -> None:
         self._idle.clear()
-        self._wakeups[item.lane].set()
+        wakeup = self._working.get(lane)
+        if wakeup is not None:
+            wakeup.set()
+            return
+        self._working[lane] = asyncio.Event()
+        self._workers.spawn(self._work(lane), name=f"outbox:{lane}")
 
     def pending_count(self) -> int:
-        return sum(len(queue) for queue in self._lanes.values())
+        return len(self._pending)
 
     async def wait_idle(self) -> None:
-        """Until every queued item has been handled (tests and orderly shutdown)."""
-        while self.pending_count():
+        """Until every item this instance knows of has been handled (tests, shutdown)."""
+        while self._pending:
             self._idle.clear()
             await self._idle.wait()
 
-    # ------------------------------------------------------------------ worker
-    async def _work(self, lane_key: str) -> None:
-        queue = self._lanes[lane_key]
-        wakeup = self._wakeups[lane_key]
-        lane = Lane.from_key(lane_key)
+    def _forget(self, item_ids: list[int]) -> None:
+        for item_id in item_ids:
+            self._pending.pop(item_id, None)
+        if not self._pending:
+            self._idle.set()
+
+    # ------------------------------------------------------------------ lanes
+    async def _scan_forever(self) -> None:
+        """Take over lanes nobody works (their holder died) now and then."""
         while True:
-            if not queue:
-                if not self.pending_count():
-                    self._idle.set()
-                wakeup.clear()
-                await wakeup.wait()
-                continue
-            item = queue[0]
+            await asyncio.sleep(self.orphan_scan)
             try:
-                await self._handle(lane, item, queue)
-            except asyncio.CancelledError:
-                raise
+                await self._adopt_lanes()
             except Exception:
-                log.exception("outbox: giving up on an item for %s", lane_key)
-            queue.popleft()
-            await self.store.complete(item.id)
+                log.exception("outbox: scanning for queued lanes failed")
 
-    def _superseded(self, item: OutboxItem, queue: deque[OutboxItem]) -> bool:
+    async def _adopt_lanes(self) -> None:
+        for lane in await self.store.lanes():
+            if lane not in self._working:
+                self._kick(lane)
+
+    async def _acquire(self, lane: str) -> Lease | None:
+        if self.leases is None:
+            return Lease(f"lane:{lane}", self.holder, 0)
+        return await acquire_lease(self.leases, f"lane:{lane}", self.holder, self.lease_ttl)
+
+    async def _release(self, lease: Lease) -> None:
+        if self.leases is not None and lease.token:
+            await self.leases.release(lease)
+
+    async def _keep(self, lease: Lease, worker: asyncio.Task[None]) -> None:
+        """Renew the lane lease well inside its TTL; stop the worker the moment it is lost."""
+        if self.leases is None or not lease.token:
+            return
+        while True:
+            await asyncio.sleep(self.lease_ttl / 3)
+            if not await self.leases.renew(lease, self.lease_ttl):
+                log.warning("outbox: lost the lease of %s; another instance sends it now",
+                            lease.name)
+                worker.cancel()
+                return
+
+    async def _work(self, lane_key: str) -> None:
+        wakeup = self._working[lane_key]
+        lease: Lease | None = None
+        keeper: asyncio.Task[None] | None = None
+        try:
+            lease = await self._acquire(lane_key)
+            if lease is None:
+                # Another instance sends this lane; it reads our items from the store.
+                self._forget([i for i, lane in self._pending.items() if lane == lane_key])
+                return
+            worker = asyncio.current_task()
+            assert worker is not None
+            keeper = asyncio.create_task(self._keep(lease, worker))
+            lane = Lane.from_key(lane_key)
+            while True:
+                batch = await self.store.pending(lane=lane_key, limit=1)
+                if not batch:
+                    if await self._lingered(lane_key, wakeup):
+                        continue
+                    await self._release(lease)
+                    lease = None
+                    # Queued while we let go, by an instance whose acquire we refused?
+                    if not await self.store.pending(lane=lane_key, limit=1):
+                        return
+                    lease = await self._acquire(lane_key)
+                    if lease is None:
+                        return
+                    continue
+                item = batch[0]
+                self._pending[item.id] = lane_key
+                try:
+                    await self._handle(lane, item)
+                except asyncio.CancelledError:
+                    raise
+                except Exception:
+                    log.exception("outbox: giving up on an item for %s", lane_key)
+                await self.store.complete(item.id)
+                self._forget([item.id])
+        finally:
+            if keeper is not None:
+                keeper.cancel()
+            if lease is not None:
+                try:
+                    await self._release(lease)
+                except Exception:  # shutting down with the store gone: it expires anyway
+                    log.debug("outbox: could not release %s", lease.name)
+            del self._working[lane_key]
+
+    async def _lingered(self, lane_key: str, wakeup: asyncio.Event) -> bool:
+        """Keep the empty lane a little: True as soon as it may have work again."""
+        loop = asyncio.get_running_loop()
+        until = loop.time() + self.linger
+        while (left := until - loop.time()) > 0:
+            wakeup.clear()
+            try:
+                async with asyncio.timeout(min(left, LINGER_POLL)):
+                    await wakeup.wait()
+                return True
+            except TimeoutError:
+                if await self.store.pending(lane=lane_key, limit=1):
+                    return True  # queued by another instance
+        return False
+
+    async def _superseded(self, item: OutboxItem) -> bool:
         """A later item of the same run makes this delta's preview pointless."""
-        return any(later.run_id == item.run_id for later in list(queue)[1:])
+        later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
+        return any(other.run_id == item.run_id and other.id > item.id for other in later)
 
-    async def _handle(self, lane: Lane, item: OutboxItem, queue: deque[OutboxItem]) -> None:
+    async def _handle(self, lane: Lane, item: OutboxItem) -> None:
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
             return
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
-            await self._preview(lane, adapter, binding, item, queue)
+            await self._preview(lane, adapter, binding, item)
             return
         stream = await self._stream(item.run_id)
         for index, part in enumerate(item.parts):
@@ -258,12 +377,11 @@ class Outbox:
         adapter: Adapter,
         binding: Binding,
         item: OutboxItem,
-        queue: deque[OutboxItem],
     ) -> None:
         """Show the text streamed so far: edit the parts that changed, post the new ones."""
         if not adapter.capabilities.can_edit or not item.run_id or not item.parts:
             return  # adapters that cannot edit get the final only
-        if self._superseded(item, queue):
+        if await self._superseded(item):
             return
         loop = asyncio.get_running_loop()
         stream = await self._stream(item.run_id)
@@ -271,7 +389,7 @@ class Outbox:
             wait = self._last_edit.get(item.run_id, 0.0) + adapter.capabilities.min_edit_interval
             if (delay := wait - loop.time()) > 0:
                 await asyncio.sleep(delay)
-                if self._superseded(item, queue):
+                if await self._superseded(item):
                     return
         for index, part in enumerate(item.parts):
             digest = text_digest(part)

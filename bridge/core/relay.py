@@ -22,6 +22,7 @@ from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.inbound import InboundPipeline, sent_key
+from bridge.core.instance import instance_name
 from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
 from bridge.core.outbound import OutboundPipeline
@@ -58,6 +59,7 @@ class Relay:
         outbox_retry_initial: float = 0.5,
         retention: timedelta = timedelta(days=7),
         spool_limit: int = DEFAULT_SPOOL_LIMIT,
+        instance: str | None = None,
     ) -> None:
         self.sweep_interval = sweep_interval
         self.retention = retention
@@ -68,8 +70,10 @@ class Relay:
         )
         # The outbox asks the context which adapter and binding serve a lane, and the
         # context queues into the outbox: the lambda closes that loop without a None.
+        self.instance = instance or instance_name(link.link_name)
         self.outbox = Outbox(
             store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
+            leases=store.leases, holder=self.instance,
             on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
         )
         # The spool calls back into the pipeline and the context, both built just below.

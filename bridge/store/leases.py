@@ -32,6 +32,13 @@ class LeaseStore(ABC):
         it if `holder` has it already (same token); None while another holder has it."""
 
     @abstractmethod
+    async def take_over(
+        self, name: str, dead_holder: str, holder: str, ttl: float
+    ) -> Lease | None:
+        """Grant the lease to `holder` (a new token) if `dead_holder` still has it — for a
+        holder known to be dead before its TTL ran out; None if someone else has it."""
+
+    @abstractmethod
     async def renew(self, lease: Lease, ttl: float) -> bool:
         """Extend a held lease; False if it was lost (expired and taken, or released)."""
 

@@ -88,8 +88,14 @@ class OutboxStore(ABC):
         """
 
     @abstractmethod
-    async def pending(self) -> list[OutboxItem]:
-        """Every item not completed yet, in queue order."""
+    async def pending(
+        self, lane: str | None = None, limit: int | None = None
+    ) -> list[OutboxItem]:
+        """Items not completed yet (of one lane, when given), in queue order."""
+
+    @abstractmethod
+    async def lanes(self) -> list[str]:
+        """The lanes that have items not completed yet."""
 
     @abstractmethod
     async def record_part(self, item_id: int, index: int, message_id: str) -> None:

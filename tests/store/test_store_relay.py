@@ -58,3 +58,14 @@ async def test_message_map_replaces_values_and_prunes_by_age(store: Store) -> No
     assert await store.message_map.prune(T0 + timedelta(minutes=30)) == 1
     assert await store.message_map.get("old") is None
     assert await store.message_map.get("missing") is None
+
+
+async def test_outbox_reads_one_lane_at_a_time(store: Store) -> None:
+    for lane, text in (("a", "a1"), ("b", "b1"), ("a", "a2"), ("a", "a3")):
+        await store.outbox.append(item(lane, text))
+    assert await store.outbox.lanes() == ["a", "b"]
+    assert [p.parts for p in await store.outbox.pending(lane="a")] == [["a1"], ["a2"], ["a3"]]
+    assert [p.parts for p in await store.outbox.pending(lane="a", limit=2)] == [["a1"], ["a2"]]
+    for done in await store.outbox.pending(lane="b"):
+        await store.outbox.complete(done.id)
+    assert await store.outbox.lanes() == ["a"]

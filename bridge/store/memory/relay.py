@@ -56,8 +56,17 @@ class MemoryOutboxStore(OutboxStore):
         self._items[item.id] = copy.deepcopy(item)
         return item.id
 
-    async def pending(self) -> list[OutboxItem]:
-        return [copy.deepcopy(self._items[key]) for key in sorted(self._items)]
+    async def pending(
+        self, lane: str | None = None, limit: int | None = None
+    ) -> list[OutboxItem]:
+        found = [
+            copy.deepcopy(self._items[key]) for key in sorted(self._items)
+            if lane is None or self._items[key].lane == lane
+        ]
+        return found if limit is None else found[:limit]
+
+    async def lanes(self) -> list[str]:
+        return sorted({item.lane for item in self._items.values()})
 
     async def record_part(self, item_id: int, index: int, message_id: str) -> None:
         item = self._items.get(item_id)
@@ -187,6 +196,14 @@ class MemoryLeaseStore(LeaseStore):
             token = self._tokens[name] = self._tokens.get(name, 0) + 1
         self._leases[name] = (holder, token, now + ttl)
         return Lease(name, holder, token)
+
+    async def take_over(
+        self, name: str, dead_holder: str, holder: str, ttl: float
+    ) -> Lease | None:
+        current = self._leases.get(name)
+        if current is not None and current[0] == dead_holder:
+            del self._leases[name]
+        return await self.acquire(name, holder, ttl)
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         current = self._leases.get(lease.name)

@@ -140,6 +140,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             " token INTEGER NOT NULL, expires_at REAL NOT NULL) WITHOUT ROWID",
         ),
     ),
+    Migration(
+        7,
+        "the outbox read lane by lane (each lane is sent by one instance at a time)",
+        ("CREATE INDEX outbox_lane ON outbox (lane, id)",),
+    ),
 )
 
 

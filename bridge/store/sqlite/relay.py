@@ -75,8 +75,18 @@ class SqliteOutboxStore(OutboxStore):
         item.id = int(cursor.lastrowid or 0)
         return item.id
 
-    async def pending(self) -> list[OutboxItem]:
-        rows = self._db.execute("SELECT id, body, created_at FROM outbox ORDER BY id").fetchall()
+    async def pending(
+        self, lane: str | None = None, limit: int | None = None
+    ) -> list[OutboxItem]:
+        query, args = "SELECT id, body, created_at FROM outbox", []
+        if lane is not None:
+            query += " WHERE lane = ?"
+            args.append(lane)
+        query += " ORDER BY id"
+        if limit is not None:
+            query += " LIMIT ?"
+            args.append(limit)
+        rows = self._db.execute(query, args).fetchall()
         return [
             OutboxItem.from_body(
                 json.loads(body), id=row_id,
@@ -84,6 +94,10 @@ class SqliteOutboxStore(OutboxStore):
             )
             for row_id, body, created in rows
         ]
+
+    async def lanes(self) -> list[str]:
+        rows = self._db.execute("SELECT DISTINCT lane FROM outbox ORDER BY lane").fetchall()
+        return [row[0] for row in rows]
 
     async def record_part(self, item_id: int, index: int, message_id: str) -> None:
         with write_transaction(self._db):
@@ -309,6 +323,16 @@ class SqliteLeaseStore(LeaseStore):
                 (name, holder, token, now + ttl),
             )
         return Lease(name, holder, token)
+
+    async def take_over(
+        self, name: str, dead_holder: str, holder: str, ttl: float
+    ) -> Lease | None:
+        with write_transaction(self._db):
+            self._db.execute(
+                "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ?",
+                (name, dead_holder),
+            )
+        return await self.acquire(name, holder, ttl)
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         now = wall_clock()
