@@ -51,7 +51,11 @@ def hub_config(tmp_path: Any, **overrides: Any) -> HubConfig:
 
 
 class TestBot:
-    """A bot that records what it is sent; `reply` (text -> text) makes it answer finals."""
+    """A bot that records what it is sent; `reply` (text -> text) makes it answer finals.
+
+    It speaks whichever run events its connection negotiated: v3 `chat` / `agent` (with
+    the run's session and its own per-run `seq`) or the v1/v2 `chat.event`.
+    """
 
     __test__ = False
 
@@ -65,6 +69,9 @@ class TestBot:
         self.routing: dict[str, Any] | None = None
         self.ack_delay = 0.0
         self.payload: dict[str, Any] = {}
+        self.sessions: dict[str, str] = {}
+        """run id → the session its chat.send named (what v3 events must echo)."""
+        self._seqs: dict[str, itertools.count[int]] = {}
         self._runs = itertools.count(1)
         self._task = asyncio.create_task(self.conn.run())
 
@@ -84,12 +91,18 @@ class TestBot:
         return str(self.payload["bot_uuid"])
 
     @property
+    def run_events(self) -> bool:
+        """Whether the hub negotiated v3 run events with this bot."""
+        return self.payload.get("capabilities", {}).get("unified_run_events") is True
+
+    @property
     def token(self) -> str:
         return str(self.payload["token"])
 
     async def _on_request(self, req: Request) -> dict[str, Any]:
         if req.method == "chat.send":
             run_id = f"run-{next(self._runs)}"
+            self.sessions[run_id] = req.params["bcs_session_id"]
             await self.sends.put(req)
             if self.ack_delay:
                 await asyncio.sleep(self.ack_delay)
@@ -110,10 +123,28 @@ class TestBot:
         raise BcnError("unknown_method", req.method)
 
     async def event(self, run_id: str, state: str, text: str = "", **extra: Any) -> None:
+        if self.run_events:
+            await self._v3_event(run_id, state, text, **extra)
+            return
         payload = {"run_id": run_id, "bcs_group_id": "grp", "state": state,
                    "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
                                "timestamp": 1}, **extra}
         await self.conn.send_event("chat.event", payload)
+
+    async def _v3_event(self, run_id: str, state: str, text: str, **extra: Any) -> None:
+        seq = next(self._seqs.setdefault(run_id, itertools.count(1)))
+        common = {"runId": run_id, "sessionId": self.sessions.get(run_id, "grp:unknown"),
+                  "seq": seq, "ts": 1}
+        if state.startswith("tool_call_"):
+            name = "agent"
+            payload = {**common, "stream": "tool", "toolCallId": extra.get("tool_call_id", "t"),
+                       "name": extra.get("tool_name", "tool"),
+                       **({"phase": "start"} if state == "tool_call_start" else
+                          {"phase": "result", "result": {}, "isError": False})}
+        else:
+            name = "chat"
+            payload = {**common, "state": state, "content": text, **extra}
+        await self.conn.send_event(name, payload, seq=seq)
 
     async def final(self, run_id: str, text: str, routing: dict[str, Any] | None = None) -> None:
         extra = {"routing": routing} if routing else {}
