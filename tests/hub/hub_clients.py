@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -50,6 +51,36 @@ def hub_config(tmp_path: Any, **overrides: Any) -> HubConfig:
     return HubConfig.model_validate(data)
 
 
+class RefusalTap:
+    """Wraps a socket and queues the answers that name no request (`id: null`).
+
+    The hub answers a refused event (events have no id) that way; `Connection` drops such
+    answers, so tests read them here.
+    """
+
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
+        self._ws = ws
+        self.refusals: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+
+    @property
+    def closed(self) -> bool:
+        return self._ws.closed
+
+    async def send_str(self, data: str, compress: int | None = None) -> None:
+        await self._ws.send_str(data)
+
+    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
+        msg = await self._ws.receive(timeout)
+        if msg.type == aiohttp.WSMsgType.TEXT:
+            frame = json.loads(msg.data)
+            if frame.get("type") == "res" and frame.get("id") is None:
+                await self.refusals.put(frame["error"])
+        return msg
+
+    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
+        return await self._ws.close(code=code, message=message)
+
+
 class TestBot:
     """A bot that records what it is sent; `reply` (text -> text) makes it answer finals.
 
@@ -61,13 +92,18 @@ class TestBot:
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
-        self.conn = Connection(ws, on_request=self._on_request, name="test-bot")
+        self.tap = RefusalTap(ws)
+        self.conn = Connection(self.tap, on_request=self._on_request, name="test-bot")
         self.sends: asyncio.Queue[Request] = asyncio.Queue()
         self.injects: asyncio.Queue[Request] = asyncio.Queue()
         self.aborts: asyncio.Queue[Request] = asyncio.Queue()
         self.reply: Callable[[str], str | None] | None = None
         self.routing: dict[str, Any] | None = None
         self.ack_delay = 0.0
+        self.refuse: BcnError | None = None
+        """Answer every chat.send with this error instead of a run."""
+        self.fixed_run_id: str | None = None
+        """Acknowledge every chat.send with this run id (a bot that reuses ids)."""
         self.payload: dict[str, Any] = {}
         self.sessions: dict[str, str] = {}
         """run id → the session its chat.send named (what v3 events must echo)."""
@@ -101,9 +137,11 @@ class TestBot:
 
     async def _on_request(self, req: Request) -> dict[str, Any]:
         if req.method == "chat.send":
-            run_id = f"run-{next(self._runs)}"
+            run_id = self.fixed_run_id or f"run-{next(self._runs)}"
             self.sessions[run_id] = req.params["bcs_session_id"]
             await self.sends.put(req)
+            if self.refuse is not None:
+                raise self.refuse
             if self.ack_delay:
                 await asyncio.sleep(self.ack_delay)
             if self.reply is not None:
