@@ -74,12 +74,17 @@ def find_scope(state: HubState, group_id: str, session_id: str | None) -> Scope:
     return Scope(group, session)
 
 
-def acting_scope(state: HubState, bot: BotLink, params: dict[str, Any], method: str) -> Scope:
-    """Where a member bot acts: the named session, else the session of its latest run."""
+def member_scope(state: HubState, bot: BotLink, params: dict[str, Any], method: str) -> Scope:
+    """The group a member bot acts in (and the session, when `group_id` names one)."""
     scope = find_scope(state, required_text(params, "group_id", method), None)
     if bot.record.bot_uuid not in scope.group.members:
         raise BcnError(ErrorCode.UNAUTHORIZED,
                        f"{bot.record.name} is not a member of group {scope.group.id}")
+    return scope
+
+
+def with_session(state: HubState, bot: BotLink, scope: Scope, method: str) -> Scope:
+    """The scope with its session: the named one, else that of the bot's latest run."""
     if scope.session is not None:
         return scope
     run = state.runs.latest_of(bot.record.bot_uuid, scope.group.id)

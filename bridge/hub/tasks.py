@@ -24,7 +24,14 @@ import uuid
 from typing import Any
 
 from bridge.bcn.errors import BcnError, ErrorCode
-from bridge.hub.bot_scope import Scope, acting_scope, invalid, optional_text, required_text
+from bridge.hub.bot_scope import (
+    Scope,
+    invalid,
+    member_scope,
+    optional_text,
+    required_text,
+    with_session,
+)
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.state import BotLink, HubState
 
@@ -39,22 +46,26 @@ class TaskBoard:
         self.state = state
         self.dispatcher = dispatcher
 
-    def _task_scope(self, bot: BotLink, params: dict[str, Any], method: str) -> Scope:
-        scope = acting_scope(self.state, bot, params, method)
+    def _task_scope(
+        self, bot: BotLink, params: dict[str, Any], method: str, *, manager: bool
+    ) -> Scope:
+        """Group, role and session checks, in that order, so errors name the real problem."""
+        scope = member_scope(self.state, bot, params, method)
         if not scope.group.manager_worker:
             raise BcnError(ErrorCode.UNSUPPORTED_SERVICE_MODE,
                            f"{method} needs a manager_worker group; {scope.group.id} is not one")
-        return scope
-
-    def _require_manager(self, bot: BotLink, scope: Scope, method: str) -> None:
-        if self.state.groups.driver_uuid(scope.group) != bot.record.bot_uuid:
+        is_manager = self.state.groups.driver_uuid(scope.group) == bot.record.bot_uuid
+        if manager and not is_manager:
             raise BcnError(ErrorCode.NOT_DRIVER,
                            f"{method}: only the manager of {scope.group.id} (its driver bot) "
                            "may do this")
+        if not manager and is_manager:
+            raise BcnError(ErrorCode.UNAUTHORIZED,
+                           "task.message is for workers; the manager uses task.dispatch")
+        return with_session(self.state, bot, scope, method)
 
     async def dispatch(self, bot: BotLink, params: dict[str, Any]) -> dict[str, Any]:
-        scope = self._task_scope(bot, params, "task.dispatch")
-        self._require_manager(bot, scope, "task.dispatch")
+        scope = self._task_scope(bot, params, "task.dispatch", manager=True)
         target = required_text(params, "target_bot", "task.dispatch")
         message = required_text(params, "message", "task.dispatch")
         mode = optional_text(params, "response_mode", "task.dispatch")
@@ -82,11 +93,8 @@ class TaskBoard:
         return {"task_id": task_id, "status": "dispatched"}
 
     async def message(self, bot: BotLink, params: dict[str, Any]) -> dict[str, Any]:
-        scope = self._task_scope(bot, params, "task.message")
+        scope = self._task_scope(bot, params, "task.message", manager=False)
         manager = self.state.groups.driver_uuid(scope.group)
-        if manager == bot.record.bot_uuid:
-            raise BcnError(ErrorCode.UNAUTHORIZED,
-                           "task.message is for workers; the manager uses task.dispatch")
         message = required_text(params, "message", "task.message")
         if manager is None or not self.state.presence.online(manager):
             raise BcnError(ErrorCode.BOT_NOT_CONNECTED, "the manager bot is not connected")
@@ -100,8 +108,7 @@ class TaskBoard:
         return {"status": "sent"}
 
     def complete(self, bot: BotLink, params: dict[str, Any]) -> dict[str, Any]:
-        scope = self._task_scope(bot, params, "task.complete")
-        self._require_manager(bot, scope, "task.complete")
+        scope = self._task_scope(bot, params, "task.complete", manager=True)
         summary = required_text(params, "summary", "task.complete")
         status = params.get("status", "completed")
         if status not in COMPLETE_STATUSES:
