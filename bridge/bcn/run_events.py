@@ -193,21 +193,13 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def v3_chat(
-    run_id: str, session_id: str, seq: int, state: str, **fields: Any
-) -> dict[str, Any]:
-    """A v3 `chat` payload; `fields` are the optional ones (`content`, `stopReason`, …)."""
-    payload: dict[str, Any] = {"runId": run_id, "sessionId": session_id, "seq": seq,
-                               "ts": now_ms(), "state": state}
-    payload.update({key: value for key, value in fields.items() if value is not None})
-    return payload
+def v3_payload(run_id: str, session_id: str, seq: int, **fields: Any) -> dict[str, Any]:
+    """A v3 run event payload: the common envelope plus `fields` (None ones left out).
 
-
-def v3_agent(
-    run_id: str, session_id: str, seq: int, stream: str, **fields: Any
-) -> dict[str, Any]:
-    """A v3 `agent` payload (e.g. `stream="tool"`, `phase=…`, `toolCallId=…`, `name=…`)."""
+    `chat` events pass `state=` (and `content`, `stopReason`, …), `agent` events
+    `stream=` (and `phase`, `toolCallId`, `name`, …).
+    """
     payload: dict[str, Any] = {"runId": run_id, "sessionId": session_id, "seq": seq,
-                               "ts": now_ms(), "stream": stream}
+                               "ts": now_ms()}
     payload.update({key: value for key, value in fields.items() if value is not None})
     return payload

@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Event, Request
+from tests.support.socket_tap import TappedSocket
 
 
 @dataclass
@@ -187,29 +188,6 @@ def test_retry_after_is_sent_only_as_an_integer() -> None:
     assert wire(BcnError("x", "   "))["message"] == "x"  # never a blank message either
 
 
-class SentIds:
-    """Wraps a client socket and records the id of every request written to it."""
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, ids: list[str]) -> None:
-        self._ws, self._ids = ws, ids
-
-    @property
-    def closed(self) -> bool:
-        return self._ws.closed
-
-    async def send_str(self, data: str, compress: int | None = None) -> None:
-        frame = json.loads(data)
-        if frame.get("type") == "req":
-            self._ids.append(frame["id"])
-        await self._ws.send_str(data)
-
-    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
-        return await self._ws.receive(timeout)
-
-    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
-        return await self._ws.close(code=code, message=message)
-
-
 async def test_request_ids_never_repeat_across_connections_or_restarts(pair: Pair) -> None:
     """Regression (issue 15): ids restarted at 1 on every connection (and process), so a
     peer that remembers ids took a reconnect's first request for a duplicate and dropped it.
@@ -220,7 +198,9 @@ async def test_request_ids_never_repeat_across_connections_or_restarts(pair: Pai
     sent: list[str] = []
     async with aiohttp.ClientSession() as http:
         for value in (1, 2):  # two connections in turn, under the same name
-            conn = Connection(SentIds(await http.ws_connect(url), sent), name="hub-bot")
+            tapped = TappedSocket(await http.ws_connect(url), outgoing=lambda frame: sent.append(
+                frame["id"]) if frame.get("type") == "req" else None)
+            conn = Connection(tapped, name="hub-bot")
             reader = asyncio.create_task(conn.run())
             assert await conn.request("echo", {"value": value}, timeout=3) == {"echo": value}
             await conn.close()

@@ -9,39 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ErrorCode, Request
-
-
-class RecordingSocket:
-    """Wraps the server's WebSocket so the fake sees each raw frame in wire order."""
-
-    def __init__(self, ws: web.WebSocketResponse, log: list[dict[str, Any]]) -> None:
-        self._ws = ws
-        self._log = log
-
-    @property
-    def closed(self) -> bool:
-        return self._ws.closed
-
-    async def send_str(self, data: str, compress: int | None = None) -> None:
-        await self._ws.send_str(data)
-
-    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
-        msg = await self._ws.receive(timeout)
-        if msg.type == aiohttp.WSMsgType.TEXT:
-            self._log.append(json.loads(msg.data))
-        return msg
-
-    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
-        return await self._ws.close(code=code, message=message)
+from tests.support.socket_tap import TappedSocket
 
 
 class FakeBcn:
@@ -88,7 +63,7 @@ class FakeBcn:
     async def _serve(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        connection = Connection(RecordingSocket(ws, self.frames), name="hub")
+        connection = Connection(TappedSocket(ws, incoming=self.frames.append), name="hub")
         connection.on_request = partial(self._on_request, connection)
         await connection.run()
         return ws

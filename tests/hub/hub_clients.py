@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +15,7 @@ import aiohttp
 
 from bridge.bcn import BcnError, Connection, Event, Request
 from bridge.hub import Hub, HubConfig
+from tests.support.socket_tap import TappedSocket
 
 WAIT = 3.0
 """Upper bound for anything a test waits for; a passing test never waits this long."""
@@ -51,36 +51,6 @@ def hub_config(tmp_path: Any, **overrides: Any) -> HubConfig:
     return HubConfig.model_validate(data)
 
 
-class RefusalTap:
-    """Wraps a socket and queues the answers that name no request (`id: null`).
-
-    The hub answers a refused event (events have no id) that way; `Connection` drops such
-    answers, so tests read them here.
-    """
-
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        self._ws = ws
-        self.refusals: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-
-    @property
-    def closed(self) -> bool:
-        return self._ws.closed
-
-    async def send_str(self, data: str, compress: int | None = None) -> None:
-        await self._ws.send_str(data)
-
-    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
-        msg = await self._ws.receive(timeout)
-        if msg.type == aiohttp.WSMsgType.TEXT:
-            frame = json.loads(msg.data)
-            if frame.get("type") == "res" and frame.get("id") is None:
-                await self.refusals.put(frame["error"])
-        return msg
-
-    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
-        return await self._ws.close(code=code, message=message)
-
-
 class TestBot:
     """A bot that records what it is sent; `reply` (text -> text) makes it answer finals.
 
@@ -92,8 +62,10 @@ class TestBot:
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
-        self.tap = RefusalTap(ws)
-        self.conn = Connection(self.tap, on_request=self._on_request, name="test-bot")
+        self.refusals: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        """Answers that name no request (`id: null`): how the hub refuses an event."""
+        self.conn = Connection(TappedSocket(ws, incoming=self._tap), on_request=self._on_request,
+                               name="test-bot")
         self.sends: asyncio.Queue[Request] = asyncio.Queue()
         self.injects: asyncio.Queue[Request] = asyncio.Queue()
         self.aborts: asyncio.Queue[Request] = asyncio.Queue()
@@ -125,6 +97,10 @@ class TestBot:
     @property
     def uuid(self) -> str:
         return str(self.payload["bot_uuid"])
+
+    def _tap(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "res" and frame.get("id") is None:
+            self.refusals.put_nowait(frame["error"])
 
     @property
     def run_events(self) -> bool:

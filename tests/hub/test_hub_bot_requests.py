@@ -21,6 +21,23 @@ TASK_GROUPS = [
 ]
 
 
+async def task_hub(
+    http: aiohttp.ClientSession, start_hub: Any, *names: str
+) -> tuple[Hub, list[TestBot]]:
+    """A hub with the task groups and these bots connected."""
+    hub = await start_hub(groups=TASK_GROUPS)
+    return hub, [await TestBot.connect(http, hub, name=name) for name in names]
+
+
+async def task_group_session(
+    http: aiohttp.ClientSession, start_hub: Any, name: str
+) -> tuple[TestBot, str]:
+    """A hub with the task groups, bot `name` connected, and a session of group `tasks`."""
+    hub, (bot,) = await task_hub(http, start_hub, name)
+    link = await TestLink.connect(http, hub, binding(group_id="tasks"))
+    return bot, (await link.inbound("hi", "m1"))["bcs_session_id"]
+
+
 async def refused(bot: TestBot, method: str, params: dict[str, Any]) -> BcnError:
     with pytest.raises(BcnError) as caught:
         await bot.conn.request(method, params)
@@ -63,10 +80,7 @@ async def test_route_resolve(http: aiohttp.ClientSession, hub: Hub) -> None:
 async def test_route_resolve_session_of_another_group(
     http: aiohttp.ClientSession, start_hub: object
 ) -> None:
-    hub = await start_hub(groups=TASK_GROUPS)  # type: ignore[operator]
-    lead = await TestBot.connect(http, hub, name="Lead")
-    link = await TestLink.connect(http, hub, binding(group_id="tasks"))
-    session = (await link.inbound("hi", "m1"))["bcs_session_id"]
+    lead, session = await task_group_session(http, start_hub, "Lead")
     error = await refused(lead, "route.resolve", {"group_id": "grp", "session_id": "grp",
                                                   "selectors": []})
     assert error.code == "session_not_found"
@@ -104,10 +118,7 @@ async def test_session_complete(http: aiohttp.ClientSession, hub: Hub) -> None:
 async def test_session_complete_needs_a_member(
     http: aiohttp.ClientSession, start_hub: object
 ) -> None:
-    hub = await start_hub(groups=TASK_GROUPS)  # type: ignore[operator]
-    outsider = await TestBot.connect(http, hub, name="Helper")
-    link = await TestLink.connect(http, hub, binding(group_id="tasks"))
-    session = (await link.inbound("hi", "m1"))["bcs_session_id"]
+    outsider, session = await task_group_session(http, start_hub, "Helper")
     error = await refused(outsider, "session.complete", {"session_id": session})
     assert error.code == "unauthorized"
 
@@ -115,9 +126,7 @@ async def test_session_complete_needs_a_member(
 async def test_tasks_in_a_manager_worker_group(
     http: aiohttp.ClientSession, start_hub: object
 ) -> None:
-    hub = await start_hub(groups=TASK_GROUPS)  # type: ignore[operator]
-    lead = await TestBot.connect(http, hub, name="Lead")
-    worker = await TestBot.connect(http, hub, name="Worker")
+    hub, (lead, worker) = await task_hub(http, start_hub, "Lead", "Worker")
     link = await TestLink.connect(http, hub, binding(group_id="tasks"))
     await link.inbound("please review the release", "m1")
     first = await next_item(lead.sends)
@@ -159,10 +168,7 @@ async def test_tasks_in_a_manager_worker_group(
 async def test_task_errors_use_the_servers_codes(
     http: aiohttp.ClientSession, start_hub: object
 ) -> None:
-    hub = await start_hub(groups=TASK_GROUPS)  # type: ignore[operator]
-    lead = await TestBot.connect(http, hub, name="Lead")
-    worker = await TestBot.connect(http, hub, name="Worker")
-    helper = await TestBot.connect(http, hub, name="Helper")
+    hub, (lead, worker, helper) = await task_hub(http, start_hub, "Lead", "Worker", "Helper")
     link = await TestLink.connect(http, hub, binding(group_id="tasks"), binding("ops"))
     tasks_binding, ops_binding = (b["binding_id"] for b in link.payload["bindings"])
     await link.inbound("start", "m1", binding_id=tasks_binding)

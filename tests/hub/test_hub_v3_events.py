@@ -49,7 +49,7 @@ async def test_v3_chat_and_agent_events_become_outputs(
     got = await link.deliveries_until_final()
     assert [(d["kind"], d["text"], d["seq"]) for d in got] == [
         ("delta", "Hel", 1), ("delta", "lo", 2), ("final", "Hello", 3)]
-    assert helper.tap.refusals.empty()
+    assert helper.refusals.empty()
 
 
 @pytest.mark.parametrize("name, payload, outer, reason", [
@@ -79,7 +79,7 @@ async def test_v3_events_are_checked_and_refusals_explained(
     helper, link, session = await started_run(http, hub)
     payload = {key: session if value == "S" else value for key, value in payload.items()}
     await helper.conn.send_event(name, payload, seq=outer)
-    refusal = await next_item(helper.tap.refusals)
+    refusal = await next_item(helper.refusals)
     assert refusal["code"] == "invalid_request" and reason in refusal["message"]
     assert "retry_after_ms" not in refusal
     # The connection and the run go on: a valid event is still taken.
@@ -95,14 +95,14 @@ async def test_v3_seq_must_increase_and_a_run_ends_once(
     assert (await next_item(link.delivers))["text"] == "a"
     for seq in (2, 1):  # duplicate, then regressed
         await helper.conn.send_event("chat", chat(session, seq, "delta", content="b"), seq=seq)
-        assert "duplicate or regressed" in (await next_item(helper.tap.refusals))["message"]
+        assert "duplicate or regressed" in (await next_item(helper.refusals))["message"]
     final = chat(session, 3, "final", content="done")
     await helper.conn.send_event("chat", final, seq=3)
     assert (await next_item(link.delivers))["kind"] == "final"
     await helper.conn.send_event("chat", final, seq=3)  # an identical replay: ignored
-    assert await nothing_in(helper.tap.refusals)
+    assert await nothing_in(helper.refusals)
     await helper.conn.send_event("chat", chat(session, 4, "final", content="again"), seq=4)
-    assert "terminal" in (await next_item(helper.tap.refusals))["message"]
+    assert "terminal" in (await next_item(helper.refusals))["message"]
     assert await nothing_in(link.delivers)
 
 
@@ -121,7 +121,7 @@ async def test_v3_errors_and_aborts(http: aiohttp.ClientSession, hub: Hub) -> No
     await helper.conn.send_event("chat", {"runId": "run-2", "sessionId": session, "seq": 1,
                                           "ts": 1, "state": "aborted",
                                           "stopReason": "aborted"}, seq=1)
-    assert await nothing_in(helper.tap.refusals)  # the bot's confirmation is welcome
+    assert await nothing_in(helper.refusals)  # the bot's confirmation is welcome
     assert await nothing_in(link.delivers)
 
 
@@ -158,7 +158,7 @@ async def test_v1_v2_bots_are_not_held_to_v3_rules(http: aiohttp.ClientSession, 
     helper, link, _ = await started_run(http, hub, version=1)
     await helper.conn.send_event("chat", {"runId": "run-1"})  # not theirs: ignored quietly
     await helper.conn.send_event("chat.event", {"run_id": "run-404", "state": "final"})
-    assert await nothing_in(helper.tap.refusals)
+    assert await nothing_in(helper.refusals)
     await helper.final("run-1", "legacy works")
     assert (await next_item(link.delivers))["text"] == "legacy works"
 

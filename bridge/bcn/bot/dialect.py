@@ -11,7 +11,7 @@ import itertools
 from typing import Any, Protocol
 
 from bridge.bcn.bot.message import assistant_message
-from bridge.bcn.run_events import v3_agent, v3_chat
+from bridge.bcn.run_events import v3_payload
 
 WireEvent = tuple[str, dict[str, Any], int | None]
 """Event name, payload, and the frame `seq` to stamp (None: the connection's own)."""
@@ -71,7 +71,7 @@ class UnifiedDialect:
             fields["content"] = None
             fields["errorMessage"] = text
             fields["errorCode"] = "BOT_ERROR"
-        return "chat", v3_chat(self.run_id, self.session_id, seq, state, **fields), seq
+        return "chat", v3_payload(self.run_id, self.session_id, seq, state=state, **fields), seq
 
     def tool(self, phase: str, tool_call_id: str, tool_name: str, **data: Any) -> WireEvent:
         seq = next(self._seq)
@@ -83,4 +83,5 @@ class UnifiedDialect:
             result = data.get("result")
             fields["result"] = {} if result is None else result
             fields["isError"] = not data.get("success", True)
-        return "agent", v3_agent(self.run_id, self.session_id, seq, "tool", **fields), seq
+        return "agent", v3_payload(self.run_id, self.session_id, seq, stream="tool",
+                                   **fields), seq
