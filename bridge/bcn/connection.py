@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import secrets
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -55,6 +56,22 @@ class WebSocketLike(Protocol):
 
 
 _DATA_TYPES = (aiohttp.WSMsgType.TEXT, aiohttp.WSMsgType.BINARY)
+_PING, _PONG = aiohttp.WSMsgType.PING, aiohttp.WSMsgType.PONG
+
+_PROCESS_TAG = secrets.token_hex(6)
+"""Random per process start: request ids of a restarted hub never repeat earlier ones."""
+_REQUEST_NUMBERS = itertools.count(1)
+"""Shared by every connection of the process: ids never repeat across reconnects either.
+
+Peers remember the ids they have seen (the BCN server's own clients treat a repeated
+`chat.send` id as a duplicate and silently drop it), so per-connection numbering that
+restarts at 1 loses messages after any reconnect.
+"""
+
+
+def new_request_id(name: str) -> str:
+    """An id unique across connections and process restarts: `{name}-{tag}-{n}`."""
+    return f"{name}-{_PROCESS_TAG}-{next(_REQUEST_NUMBERS)}"
 _END_TYPES = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED,
               aiohttp.WSMsgType.ERROR)
 
@@ -74,8 +91,8 @@ class Connection:
         self.on_event = on_event
         self.name = name
         self.request_timeout = request_timeout
-        self._ids = itertools.count(1)
         self._seq = itertools.count(1)
+        self._pongs: dict[bytes, asyncio.Future[None]] = {}
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
         self._closed_event = asyncio.Event()
@@ -109,7 +126,7 @@ class Connection:
         The future fails with `BcnError` (refused), `ConnectionClosed`, or `TimeoutError`
         once `timeout` (default `request_timeout`) passes without an answer.
         """
-        req_id = f"{self.name}-{next(self._ids)}"
+        req_id = new_request_id(self.name)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[req_id] = future
@@ -132,11 +149,41 @@ class Connection:
         timer.cancel()
         self._pending.pop(req_id, None)
 
-    async def send_event(self, name: str, payload: dict[str, Any]) -> int:
-        """Send an event stamped with this side's own `seq` counter; returns the seq used."""
-        seq = next(self._seq)
+    async def send_event(
+        self, name: str, payload: dict[str, Any], *, seq: int | None = None
+    ) -> int:
+        """Send an event stamped with this side's own `seq` counter; returns the seq used.
+
+        `seq` overrides the counter: protocol v3 run events carry the run's own sequence
+        number, and the outer frame's `seq` must equal it.
+        """
+        if seq is None:
+            seq = next(self._seq)
         await self._send(encode_event(name, payload, seq))
         return seq
+
+    async def probe(self, timeout: float) -> bool:
+        """Whether the peer answers a WebSocket ping within `timeout` seconds.
+
+        Needs a socket made with `autoping=False` (so the pong reaches `run()`); the read
+        loop must be running. A socket that cannot ping is assumed alive.
+        """
+        ping = getattr(self.ws, "ping", None)
+        if self.closed:
+            return False
+        if ping is None:
+            return True
+        token = secrets.token_bytes(8)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._pongs[token] = waiter
+        try:
+            await ping(token)
+            await asyncio.wait_for(waiter, timeout)
+        except (TimeoutError, ConnectionError, RuntimeError):
+            return False
+        finally:
+            self._pongs.pop(token, None)
+        return True
 
     async def respond(self, req_id: str | None, payload: dict[str, Any]) -> None:
         await self._send(encode_ok(req_id, payload))
@@ -158,6 +205,7 @@ class Connection:
                 return decode_frame(msg.data)
             if msg.type in _END_TYPES:
                 raise ConnectionClosed(f"{self.name}: closed before a frame arrived")
+            await self._control(msg)
 
     async def run(self) -> None:
         """Read frames until the socket closes, dispatching each one.
@@ -171,12 +219,28 @@ class Connection:
                     await self._dispatch(msg.data)
                 elif msg.type in _END_TYPES:
                     break
+                else:
+                    await self._control(msg)
         finally:
             self._closed_event.set()
             for future in self._pending.values():
                 if not future.done():
                     future.set_exception(ConnectionClosed(f"{self.name}: connection closed"))
             self._pending.clear()
+
+    async def _control(self, msg: aiohttp.WSMessage) -> None:
+        """Pings and pongs, when the socket leaves them to us (`autoping=False`)."""
+        if msg.type is _PING:
+            pong = getattr(self.ws, "pong", None)
+            if pong is not None:
+                try:
+                    await pong(msg.data)
+                except (ConnectionError, RuntimeError):
+                    log.debug("%s: could not answer a ping", self.name)
+        elif msg.type is _PONG:
+            waiter = self._pongs.get(bytes(msg.data or b""))
+            if waiter is not None and not waiter.done():
+                waiter.set_result(None)
 
     async def _dispatch(self, data: str | bytes) -> None:
         try:

@@ -15,6 +15,17 @@ class ErrorCode(StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     INTERNAL_ERROR = "internal_error"
     UNSUPPORTED_PROTOCOL_VERSION = "unsupported_protocol_version"
+    # Codes the BCN server answers beyond the seed's table (its bot WebSocket dispatcher).
+    ALREADY_CONNECTED = "already_connected"
+    BOT_ID_CONFLICT = "bot_id_conflict"
+    GROUP_NOT_FOUND = "group_not_found"
+    SESSION_NOT_FOUND = "session_not_found"
+    INVALID_SESSION = "invalid_session"
+    TARGET_NOT_FOUND = "target_not_found"
+    NOT_DRIVER = "not_driver"
+    UNSUPPORTED_SERVICE_MODE = "unsupported_service_mode"
+    BOT_NOT_CONNECTED = "bot_not_connected"
+    INVALID_STATUS = "invalid_status"
 
 
 class BcnError(Exception):
@@ -33,18 +44,27 @@ class BcnError(Exception):
         retry_after_ms: int | None = None,
     ) -> None:
         self.code = str(code)
-        self.message = message or self.code.replace("_", " ")
+        # A blank message is as unreadable to strict clients as none at all.
+        self.message = message if message.strip() else self.code.replace("_", " ")
         self.retryable = retryable
         self.retry_after_ms = retry_after_ms
         super().__init__(f"{self.code}: {self.message}")
 
     def to_payload(self) -> dict[str, Any]:
-        return {
+        """The wire `error` object; `retry_after_ms` only when there is a delay to give.
+
+        Strict clients (the BCN server's own) drop a response whose `retry_after_ms` is
+        present but not a non-negative integer, so `null` must never be sent.
+        """
+        payload: dict[str, Any] = {
             "code": self.code,
             "message": self.message,
             "retryable": self.retryable,
-            "retry_after_ms": self.retry_after_ms,
         }
+        after = self.retry_after_ms
+        if isinstance(after, int) and not isinstance(after, bool) and after >= 0:
+            payload["retry_after_ms"] = after
+        return payload
 
     @classmethod
     def from_payload(cls, error: Any) -> BcnError:
@@ -56,7 +76,8 @@ class BcnError(Exception):
             str(error.get("code") or ErrorCode.INTERNAL_ERROR),
             str(error.get("message") or ""),
             retryable=bool(error.get("retryable", False)),
-            retry_after_ms=retry_after if isinstance(retry_after, int) else None,
+            retry_after_ms=(retry_after if isinstance(retry_after, int)
+                            and not isinstance(retry_after, bool) else None),
         )
 
 

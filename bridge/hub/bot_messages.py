@@ -5,6 +5,10 @@ Pure builders, so each protocol version's shape is tested without sockets:
   legacy group-derived key (the group id);
 - v2: as v1, plus a readable group-context header prepended to the message text;
 - v3: `session_key` is the full BCS session id (`{group}:channel_{type}_{hex}`), text as-is.
+
+Every version also gets what the BCN server adds: `idempotency_key` on `chat.send` (unique
+per delivery; engines use it as their run id and ignore a repeat), and in
+`session_context` the group's `group_type`, the recipient's `recipient_role` and uuid.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ class Utterance:
     mentions: tuple[str, ...] = ()
     routing_reason: str = ""
     extra_context: dict[str, Any] = field(default_factory=dict)
+    group_type: str = "default"
 
 
 def session_key_for(version: int, session_id: str, group_id: str) -> str:
@@ -60,8 +65,11 @@ def chat_params(
     mentioned: bool,
     is_sender: bool,
     timeout_ms: int | None,
+    recipient_uuid: str | None = None,
+    role: str | None = None,
+    idempotency_key: str | None = None,
 ) -> dict[str, Any]:
-    """Params for one recipient; `timeout_ms` is None for `chat.inject`."""
+    """Params for one recipient; `timeout_ms` and the key are None for `chat.inject`."""
     text = u.text
     if version == 2:
         text = group_context_header(u, recipient, mentioned) + text
@@ -74,7 +82,12 @@ def chat_params(
         "is_sender": is_sender,
         "mentions": list(u.mentions),
         "message": u.text,
+        "group_type": u.group_type,
     }
+    if recipient_uuid is not None:
+        context["recipient"] = recipient_uuid
+    if role is not None:
+        context["recipient_role"] = role
     if u.routing_reason:
         context["routing_reason"] = u.routing_reason
     context.update(u.extra_context)
@@ -92,18 +105,6 @@ def chat_params(
     }
     if timeout_ms is not None:
         params["timeout_ms"] = timeout_ms
+    if idempotency_key is not None:
+        params["idempotency_key"] = idempotency_key
     return params
-
-
-def message_text(message: object) -> str:
-    """The text of a seed-style message object: its text parts joined (lenient on shape)."""
-    if not isinstance(message, dict):
-        return ""
-    content = message.get("content")
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = [part.get("text", "") for part in content
-             if isinstance(part, dict) and part.get("type", "text") == "text"]
-    return "".join(part for part in parts if isinstance(part, str))

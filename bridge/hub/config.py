@@ -8,13 +8,12 @@ secrets, error locations) is the loader's job, validation is this model's.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION
 from bridge.listen import parse_listen
-
-CURRENT_PROTOCOL_VERSION = 3
-"""Newest `/ws/bot` protocol version this hub speaks (seed 000 §4.1, plus v3 session keys)."""
 
 MAX_GROUP_ID_LENGTH = 78
 """Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (CHANNEL_LINK.md §1)."""
@@ -49,6 +48,11 @@ class GroupConfig(BaseModel):
     )
     bots: list[str] = Field(default_factory=list, description="Member bots, by name.")
     auto_join: bool = Field(False, description="Every bot registering later joins this group.")
+    type: Literal["default", "manager_worker"] = Field(
+        "default",
+        description="manager_worker: the driver is the manager and hands out tasks "
+        "(task.dispatch) to the other members, its workers.",
+    )
 
     @field_validator("id")
     @classmethod
@@ -107,6 +111,10 @@ class HubConfig(BaseModel):
     link_tokens: list[str] = Field(
         default_factory=list, description="Credentials accepted from channel links."
     )
+    register_tokens: list[str] = Field(
+        default_factory=list,
+        description="Onboarding tokens accepted by POST /register (bots register themselves).",
+    )
     groups: list[GroupConfig] = Field(default_factory=list)
     bots: list[BotConfig] = Field(default_factory=list)
 
@@ -120,6 +128,11 @@ class HubConfig(BaseModel):
         None, gt=0, description="How often expiry is checked; default a quarter of the TTLs."
     )
     handshake_timeout_seconds: float = Field(10.0, gt=0)
+    probe_timeout_seconds: float = Field(
+        3.0, gt=0,
+        description="A bot connecting while its old socket is live is refused "
+        "(already_connected) unless that socket fails to answer a ping within this time.",
+    )
     request_timeout_seconds: float = Field(
         30.0, gt=0, description="How long the hub waits for a bot's or link's answer."
     )
@@ -152,11 +165,11 @@ class HubConfig(BaseModel):
         parse_listen(value)
         return value
 
-    @field_validator("link_tokens")
+    @field_validator("link_tokens", "register_tokens")
     @classmethod
     def _tokens(cls, value: list[str]) -> list[str]:
         if any(not token.strip() for token in value):
-            raise ValueError("a link token must not be empty (is its environment variable set?)")
+            raise ValueError("a token must not be empty (is its environment variable set?)")
         return value
 
     @model_validator(mode="after")

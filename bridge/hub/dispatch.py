@@ -3,8 +3,10 @@
 One message, followed end to end:
   link `channel.inbound` → `Dispatcher.inbound` (session, idempotency, routing) →
   `chat.send`/`chat.inject` to online bots → bot ACK (run → session, `runs.py`) →
-  bot `chat.event` → `Dispatcher.bot_event` → `channel.deliver` via the binding's outbox,
-  and a final is routed on to the session's other bots (ping-pong guarded).
+  bot run event (checked in `bot_events.py`) → `Dispatcher.run_event` → `channel.deliver`
+  via the binding's outbox, and a final is routed on to the session's other bots
+  (ping-pong guarded). A delivery that yields no run (refused, lost, a reused run id)
+  is reported to the chat, so no message disappears without a word.
 """
 
 from __future__ import annotations
@@ -16,14 +18,22 @@ import itertools
 import logging
 import secrets
 import time
+import uuid
 from typing import Any
 
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
-from bridge.bcn.frames import Event
+from bridge.bcn.run_events import RunEvent
 from bridge.hub.bindings import BindingSpec, scope_key
-from bridge.hub.bot_messages import Utterance, chat_params, message_text
+from bridge.hub.bot_messages import Utterance, chat_params
 from bridge.hub.deliveries import Delivery
-from bridge.hub.routing import RouteDecision, RoutingError, decide_route, parse_routing
+from bridge.hub.routing import (
+    RouteDecision,
+    RoutingError,
+    RoutingRequest,
+    Selector,
+    decide_route,
+    parse_routing,
+)
 from bridge.hub.runs import PendingSend, Run
 from bridge.hub.sessions import ChannelSession
 from bridge.hub.state import BotLink, HubState, LinkSession
@@ -32,6 +42,7 @@ log = logging.getLogger(__name__)
 
 NO_BOT_TEXT = "No bot is available to answer right now."
 MAX_TEXT_CHARS = 200_000
+"""Longest inbound text, and the most of a run's streamed text the hub keeps."""
 SYSTEM_SENDER = {"bot_uuid": None, "name": "BCN"}
 
 
@@ -54,6 +65,8 @@ class Dispatcher:
         self.state = state
         self._event_ids = itertools.count(1)
         self._event_prefix = secrets.token_hex(4)
+        self.stopping = False
+        """Set while the hub shuts down: lost deliveries are not reported then."""
 
     # ------------------------------------------------------------------ human → bots
     async def inbound(self, link: LinkSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -134,6 +147,7 @@ class Dispatcher:
             tuple(p.name for p in participants if p.bot_uuid in decision.addressed),
             routing.reason if routing else "",
             {"protocol": protocol} if isinstance(protocol, dict) else {},
+            group.type,
         )
         deliveries = await self._deliver(session, decision, utterance, None, msg_id, thread_id)
         if deliver != "observe" and not any(d["method"] == "chat.send" for d in deliveries):
@@ -148,11 +162,14 @@ class Dispatcher:
         sender_uuid: str | None,
         source_msg_id: str | None,
         thread_id: str | None,
+        task_id: str | None = None,
     ) -> list[dict[str, Any]]:
         """Send to every chosen online bot; answers are handled as they come back."""
         config = self.state.config
+        group = self.state.groups.get(session.group_id)
         out = []
         for method, targets in (("chat.send", decision.send), ("chat.inject", decision.inject)):
+            sending = method == "chat.send"
             for bot_uuid in targets:
                 bot = self.state.presence.get(bot_uuid)
                 if bot is None:
@@ -163,22 +180,40 @@ class Dispatcher:
                     recipient=bot.record.name,
                     mentioned=bot_uuid in decision.addressed,
                     is_sender=bot_uuid == sender_uuid,
-                    timeout_ms=config.run_timeout_ms if method == "chat.send" else None,
+                    timeout_ms=config.run_timeout_ms if sending else None,
+                    recipient_uuid=bot_uuid,
+                    role=self.state.groups.role_of(group, bot_uuid) if group else None,
+                    idempotency_key=f"run-{uuid.uuid4().hex}" if sending else None,
                 )
+                if task_id is not None:
+                    params["session_context"]["task_id"] = task_id
                 try:
                     answer = await bot.conn.send_request(
                         method, params, timeout=config.request_timeout_seconds
                     )
                 except ConnectionClosed:
                     continue
-                if method == "chat.send":
-                    self.state.runs.sent(PendingSend(
-                        bot_uuid, session, params["session_key"], source_msg_id, thread_id, answer
-                    ))
+                if sending:
+                    pending = PendingSend(bot_uuid, session, params["session_key"],
+                                          source_msg_id, thread_id, answer, task_id)
+                    self.state.runs.sent(pending)
+                    answer.add_done_callback(
+                        lambda _f, p=pending, name=bot.record.name: self._report_lost(p, name)
+                    )
                 else:
                     answer.add_done_callback(_ignore_answer)
                 out.append({"bot_uuid": bot_uuid, "name": bot.record.name, "method": method})
         return out
+
+    def _report_lost(self, pending: PendingSend, name: str) -> None:
+        """A `chat.send` that yielded no run is told to the chat, never dropped silently."""
+        self.state.runs.acked(pending)  # idempotent: the outcome is on `pending` either way
+        if pending.failure is None or self.stopping or pending.answer.cancelled():
+            return
+        log.warning("bot %s: no run for a delivery in %s: %s", name, pending.session.id,
+                    pending.failure)
+        self.system_output(pending.session, f"{name} did not take this message: "
+                           f"{pending.failure}.", pending.thread_id, pending.source_msg_id)
 
     def claimed_binding(self, link: LinkSession, params: dict[str, Any]) -> BindingSpec:
         binding_id = params.get("binding_id")
@@ -196,43 +231,42 @@ class Dispatcher:
         return "user-" + digest[:16]
 
     # ------------------------------------------------------------------ bots → chats
-    async def bot_event(self, bot: BotLink, event: Event) -> None:
-        if event.event != "chat.event":
-            log.debug("bot %s: ignored event %s", bot.record.name, event.event)
-            return
-        payload = event.payload
-        run_id, state = payload.get("run_id"), payload.get("state")
-        if not isinstance(run_id, str) or not isinstance(state, str):
-            log.warning("bot %s: chat.event without run_id/state", bot.record.name)
-            return
+    async def run_event(self, bot: BotLink, run: Run, event: RunEvent) -> None:
+        """One accepted run event (see `bot_events.py`): outputs, transcript, routing on."""
         runs = self.state.runs
-        run = runs.find(bot.record.bot_uuid, run_id)
-        if run is None:
-            runs.settle(bot.record.bot_uuid)
-            run = runs.find(bot.record.bot_uuid, run_id)
-        if run is None:
-            log.debug("bot %s: event for unknown run %s dropped", bot.record.name, run_id)
-            return
-        if not run.running:
-            log.debug("bot %s: late %s for %s run %s dropped",
-                      bot.record.name, state, run.state, run_id)
-            return
         run.active_at = asyncio.get_running_loop().time()
-        text = message_text(payload.get("message"))
-        if state == "delta":
-            self.run_output(run, "delta", text)
-        elif state in ("final", "error", "aborted"):
-            runs.finish(run, state)  # type: ignore[arg-type]
-            self.run_output(run, state, text)
-            if state == "final":
-                run.session.record("assistant", bot.record.name, text, now_ms())
-                routing = payload.get("routing")
-                if text.strip() or routing is not None:  # an empty final asks nobody anything
-                    await self._route_reply(bot, run, text, routing)
-        elif not state.startswith("tool_call_"):
-            log.debug("bot %s: unknown chat.event state %r", bot.record.name, state)
+        if event.state == "delta":
+            if len(run.streamed) < MAX_TEXT_CHARS:
+                run.streamed += event.text[:MAX_TEXT_CHARS - len(run.streamed)]
+            self.run_output(run, "delta", event.text)
+            return
+        if not event.terminal:
+            return  # tool calls, thinking: part of the run, not shown
+        text = event.text
+        if event.state == "final" and not text:
+            text = run.streamed  # a final that leaves the whole text to its deltas
+        runs.finish(run, event.state)  # type: ignore[arg-type]
+        self.run_output(run, event.state, text)
+        if event.state != "final":
+            return
+        run.session.record("assistant", bot.record.name, text, now_ms())
+        if run.task_id is not None:  # a task's result goes back to its manager
+            await self._task_result(bot, run, text)
+        elif text.strip() or event.routing is not None:  # an empty final asks nobody
+            await self._route_reply(bot, run, text, event.routing)
 
-    async def _route_reply(self, bot: BotLink, run: Run, text: str, raw_routing: Any) -> None:
+    async def _task_result(self, bot: BotLink, run: Run, text: str) -> None:
+        group = self.state.groups.get(run.session.group_id)
+        manager = self.state.groups.driver_uuid(group) if group else None
+        if manager is None or manager == bot.record.bot_uuid:
+            return
+        routing = RoutingRequest((Selector("bot", manager),),
+                                 reason=f"result of task {run.task_id}")
+        await self._route_reply(bot, run, text, routing)
+
+    async def _route_reply(
+        self, bot: BotLink, run: Run, text: str, raw_routing: Any
+    ) -> None:
         """Route a bot's final to the session's other bots, unless the guard says stop."""
         session = run.session
         group = self.state.groups.get(session.group_id)
@@ -251,11 +285,14 @@ class Dispatcher:
                     run.thread_id,
                 )
             return
-        try:
-            routing = parse_routing(raw_routing)
-        except RoutingError as exc:
-            log.warning("bot %s: ignored malformed routing: %s", bot.record.name, exc)
-            routing = None
+        if isinstance(raw_routing, RoutingRequest):
+            routing: RoutingRequest | None = raw_routing
+        else:
+            try:
+                routing = parse_routing(raw_routing)
+            except RoutingError as exc:
+                log.warning("bot %s: ignored malformed routing: %s", bot.record.name, exc)
+                routing = None
         participants = self.state.participants(group)
         decision = decide_route(
             participants,
@@ -267,24 +304,64 @@ class Dispatcher:
         )
         if not decision.send and not decision.inject:
             return
+        utterance = self.bot_utterance(bot, session, text, decision,
+                                       routing.reason if routing else "", run.thread_id)
+        await self._deliver(session, decision, utterance, bot.record.bot_uuid, None, run.thread_id)
+
+    def bot_utterance(
+        self,
+        bot: BotLink,
+        session: ChannelSession,
+        text: str,
+        decision: RouteDecision,
+        reason: str,
+        thread_id: str | None,
+    ) -> Utterance:
+        """A bot's words as the other bots of the session are told about them."""
+        group = self.state.groups.get(session.group_id)
+        assert group is not None
+        participants = self.state.participants(group)
         spec = self.state.links.specs.get(session.binding_id)
         channel = {
             "source": session.channel_type,
             "conversation_id": spec.conversation_id if spec else None,
-            "thread_id": run.thread_id,
+            "thread_id": thread_id,
             "message_id": None,
             "is_bot": True,
             "identity_forwarding": True,
             "user_id": bot.record.bot_uuid,
             "actor_name": bot.record.name,
         }
-        utterance = Utterance(
+        return Utterance(
             text, now_ms(), bot.record.name, channel, session.id, group.id, group.name,
             tuple([*(p.name for p in participants), *session.humans]), session.originator,
             tuple(p.name for p in participants if p.bot_uuid in decision.addressed),
-            routing.reason if routing else "",
+            reason, {}, group.type,
         )
-        await self._deliver(session, decision, utterance, bot.record.bot_uuid, None, run.thread_id)
+
+    async def deliver_from_bot(
+        self,
+        bot: BotLink,
+        session: ChannelSession,
+        text: str,
+        target: str,
+        *,
+        reason: str,
+        thread_id: str | None,
+        task_id: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Send a bot's words to one other bot of the session (tasks, task messages)."""
+        group = self.state.groups.get(session.group_id)
+        assert group is not None
+        decision = decide_route(
+            self.state.participants(group),
+            driver_uuid=self.state.groups.driver_uuid(group),
+            sender_uuid=bot.record.bot_uuid,
+            routing=RoutingRequest((Selector("bot", target),), reason=reason),
+        )
+        utterance = self.bot_utterance(bot, session, text, decision, reason, thread_id)
+        return await self._deliver(session, decision, utterance, bot.record.bot_uuid, None,
+                                   thread_id, task_id)
 
     def run_output(self, run: Run, kind: str, text: str) -> None:
         """Queue one output of a run for the chat (unless the binding shows the lead only)."""
@@ -306,6 +383,7 @@ class Dispatcher:
         thread_id: str | None = None,
         source_msg_id: str | None = None,
     ) -> None:
+        """A notice from the BCN itself (no bot available, guard, tasks, lost deliveries)."""
         self._queue(session, thread_id, None, source_msg_id, SYSTEM_SENDER, "system", text, 1)
 
     def _queue(

@@ -22,8 +22,14 @@ class Group:
     driver_name: str | None
     bot_names: list[str]
     auto_join: bool
+    type: str = "default"
+    """`default`, or `manager_worker` (the driver manages, the others work on tasks)."""
     members: list[str] = field(default_factory=list)
     """Member bot uuids in a stable order: config order first, then joining order."""
+
+    @property
+    def manager_worker(self) -> bool:
+        return self.type == "manager_worker"
 
     def lists(self, name: str) -> bool:
         folded = name.casefold()
@@ -40,7 +46,7 @@ class GroupDirectory:
             joined.setdefault(group_id, []).append(bot_uuid)
         for config in configs:
             group = Group(config.id, config.name, config.driver, list(config.bots),
-                          config.auto_join)
+                          config.auto_join, config.type)
             for name in config.bots:
                 record = registry.by_name(name)
                 if record is not None:
@@ -83,6 +89,13 @@ class GroupDirectory:
             return None
         record = self._registry.by_name(group.driver_name)
         return None if record is None else record.bot_uuid
+
+    def role_of(self, group: Group, bot_uuid: str) -> str:
+        """The BCN participant role: driver/consultant, or manager/worker in task groups."""
+        lead = bot_uuid == self.driver_uuid(group)
+        if group.manager_worker:
+            return "manager" if lead else "worker"
+        return "driver" if lead else "consultant"
 
     def __iter__(self) -> Iterator[Group]:
         return iter(self._groups.values())

@@ -52,6 +52,7 @@ async def first_request(conn: Connection, method: str, timeout: float) -> Reques
 
 
 def requested_version(params: dict[str, Any], *, default: int, lowest: int, newest: int) -> int:
+    """The version a connect asks for: `default` when it names none; refused out of range."""
     version = params.get("protocol_version", default)
     if version is None:
         version = default
@@ -66,10 +67,14 @@ def requested_version(params: dict[str, Any], *, default: int, lowest: int, newe
 
 
 async def accept(
-    request: web.Request, config: HubConfig, name: str, method: str
+    request: web.Request, config: HubConfig, name: str, method: str, *, autoping: bool = True
 ) -> tuple[web.WebSocketResponse, Connection, Request | None]:
-    """Upgrade to a WebSocket and read the handshake; the frame is None when refused."""
-    ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES)
+    """Upgrade to a WebSocket and read the handshake; the frame is None when refused.
+
+    `autoping=False` leaves pings and pongs to the `Connection`, so it can `probe()` the
+    peer (the bot endpoint does, before refusing a second connection of the same bot).
+    """
+    ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES, autoping=autoping)
     await ws.prepare(request)
     conn = Connection(ws, name=name, request_timeout=config.request_timeout_seconds)
     frame = await first_request(conn, method, config.handshake_timeout_seconds)

@@ -10,7 +10,6 @@ binding.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import secrets
 from typing import Any
@@ -23,7 +22,9 @@ from bridge.bcn.frames import Request
 from bridge.hub.bindings import BindingError, BindingSpec, parse_binding, scope_key
 from bridge.hub.dispatch import Dispatcher, invalid
 from bridge.hub.handshake import CLOSE_EXPIRED, CLOSE_REPLACED, accept, refuse, requested_version
+from bridge.hub.routing import Participant
 from bridge.hub.state import HubState, LinkSession
+from bridge.hub.tokens import TokenSet
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ class LinkEndpoint:
     def __init__(self, state: HubState, dispatcher: Dispatcher) -> None:
         self.state = state
         self.dispatcher = dispatcher
-        self._tokens = [token.encode() for token in state.config.link_tokens]
+        self._tokens = TokenSet(state.config.link_tokens)
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws, conn, frame = await accept(request, self.state.config, "hub-link", "channel.connect")
@@ -72,7 +73,7 @@ class LinkEndpoint:
 
     def _connect(self, conn: Connection, params: dict[str, Any]) -> LinkSession:
         token = params.get("token")
-        if not isinstance(token, str) or not self._token_ok(token):
+        if not isinstance(token, str) or not self._tokens.accepts(token):
             raise BcnError(ErrorCode.UNAUTHORIZED, "bad link token")
         requested_version(params, default=LINK_PROTOCOL_VERSION,
                           lowest=LINK_PROTOCOL_VERSION, newest=LINK_PROTOCOL_VERSION)
@@ -94,12 +95,6 @@ class LinkEndpoint:
         link_id = "lnk-" + secrets.token_hex(6)
         return LinkSession(link_id, link_name or None, conn, bindings,
                            asyncio.get_running_loop().time())
-
-    def _token_ok(self, token: str) -> bool:
-        """Constant time per configured token, and every token is always compared."""
-        given = token.encode()
-        matches = [hmac.compare_digest(given, known) for known in self._tokens]
-        return any(matches)
 
     async def _on_request(self, link: LinkSession, req: Request) -> dict[str, Any]:
         link.last_seen = asyncio.get_running_loop().time()
@@ -139,11 +134,20 @@ class LinkEndpoint:
         if group is None:
             raise BcnError(ErrorCode.NOT_FOUND, f"unknown group {group_id!r}")
         driver = self.state.groups.driver_uuid(group)
-        return {"participants": [
-            {"bot_uuid": p.bot_uuid, "name": p.name, "online": p.online,
-             "role": "driver" if p.bot_uuid == driver else "member"}
-            for p in self.state.participants(group)
-        ]}
+        return {"participants": [self._participant(p, p.bot_uuid == driver)
+                                 for p in self.state.participants(group)]}
+
+    def _participant(self, p: Participant, driver: bool) -> dict[str, Any]:
+        """One participant; with what the bot reported (`bot.status`) and onboarded with."""
+        entry: dict[str, Any] = {"bot_uuid": p.bot_uuid, "name": p.name, "online": p.online,
+                                 "role": "driver" if driver else "member"}
+        live = self.state.presence.get(p.bot_uuid)
+        if live is not None and live.status is not None:
+            entry["dynamic_status"] = live.status
+        record = self.state.registry.by_uuid(p.bot_uuid)
+        if record is not None and record.profile is not None:
+            entry["summary"] = record.profile.get("summary") or ""
+        return entry
 
     def _history(self, params: dict[str, Any]) -> dict[str, Any]:
         session = self.dispatcher.session_of(params)

@@ -9,7 +9,9 @@ registers or a pre-provisioned identity changes.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import re
 import secrets
 import time
 import uuid
@@ -30,8 +32,16 @@ def new_token() -> str:
     return "tok-" + secrets.token_urlsafe(24)
 
 
+BOT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
+"""What a preconfigured `bot_id` may look like (a stable, log-safe identifier)."""
+
+
 class NameTaken(ValueError):
     """A new bot asked for a name another bot already has."""
+
+
+class BotIdTaken(ValueError):
+    """A new bot asked for a preconfigured `bot_id` that already belongs to a bot."""
 
 
 @dataclass(slots=True)
@@ -40,6 +50,8 @@ class BotRecord:
     name: str
     provisioned: bool
     created_at: float
+    profile: dict[str, object] | None = None
+    """The descriptor the bot onboarded with (summary, domains, skills, scopes)."""
 
 
 class BotRegistry:
@@ -52,6 +64,10 @@ class BotRegistry:
             "SELECT bot_uuid, name, token_hash, provisioned, created_at FROM bots"
         ):
             self._remember(BotRecord(row[0], row[1], bool(row[3]), row[4]), row[2])
+        for bot_uuid, descriptor in db.rows("SELECT bot_uuid, descriptor FROM bot_profiles"):
+            record = self._by_uuid.get(bot_uuid)
+            if record is not None:
+                record.profile = json.loads(descriptor)
 
     def _remember(self, record: BotRecord, token_hash: str) -> None:
         self._by_uuid[record.bot_uuid] = record
@@ -91,16 +107,35 @@ class BotRegistry:
             (token_hash, int(self._by_uuid[bot_uuid].provisioned), bot_uuid),
         )
 
-    def register(self, name: str | None) -> tuple[BotRecord, str]:
-        """Create a new bot; returns its record and its token (the only time it is known)."""
+    def register(
+        self, name: str | None, bot_uuid: str | None = None
+    ) -> tuple[BotRecord, str]:
+        """Create a new bot; returns its record and its token (the only time it is known).
+
+        `bot_uuid` is a preconfigured id the bot asked for (`bot.connect` `bot_id`).
+        """
         token = new_token()
-        bot_uuid = "bot-" + uuid.uuid4().hex
+        if bot_uuid is None:
+            bot_uuid = "bot-" + uuid.uuid4().hex
+        elif not BOT_ID.fullmatch(bot_uuid):
+            raise ValueError("bot_id must be 1-128 characters of [A-Za-z0-9._:-]")
+        elif bot_uuid in self._by_uuid:
+            raise BotIdTaken(f"bot_id {bot_uuid!r} is registered; connect with its token")
         if name is None:
-            name = f"bot-{bot_uuid[4:12]}"
+            name = f"bot-{uuid.uuid4().hex[:8]}"
         name = check_bot_name(name)
         if self.by_name(name) is not None:
             raise NameTaken(f"the name {name!r} is taken; reconnect with that bot's token")
         return self._insert(name, hash_token(token), provisioned=False, bot_uuid=bot_uuid), token
+
+    def onboard(self, record: BotRecord, descriptor: dict[str, object]) -> None:
+        """Keep the descriptor a bot onboarded with (replacing an earlier one)."""
+        self._db.write(
+            "INSERT OR REPLACE INTO bot_profiles (bot_uuid, descriptor, onboarded_at)"
+            " VALUES (?, ?, ?)",
+            (record.bot_uuid, json.dumps(descriptor), time.time()),
+        )
+        record.profile = descriptor
 
     def _insert(
         self, name: str, token_hash: str, *, provisioned: bool, bot_uuid: str | None = None

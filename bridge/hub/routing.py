@@ -180,3 +180,58 @@ def _split(
     send = tuple(p.bot_uuid for p in online if p.bot_uuid in chosen)
     inject = tuple(p.bot_uuid for p in online if p.bot_uuid not in chosen)
     return RouteDecision(send, inject, rule, addressed)
+
+
+@dataclass(frozen=True, slots=True)
+class RoledParticipant:
+    """A participant with its role in the group, as `route.resolve` reports it."""
+
+    bot_uuid: str
+    name: str
+    role: str
+
+
+def resolve_selectors(
+    participants: Sequence[RoledParticipant], selectors: object
+) -> dict[str, object]:
+    """`route.resolve` (the BCN server's semantics): selectors → canonical bot selectors.
+
+    Names match exactly (case-sensitive, unlike @mentions); every selector must match or
+    the answer is `ok: false` with an error code, a message and `candidates` to choose
+    from. A well-formed request always gets a payload; only its shape can fail.
+    """
+    if not isinstance(selectors, list) or not selectors:
+        return _unresolved(participants, "INVALID_ROUTE_SELECTOR",
+                           "'selectors' must be a non-empty array")
+    resolved: list[dict[str, object]] = []
+    for item in selectors:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        raw = item.get("value") if isinstance(item, Mapping) else None
+        value = raw.strip() if isinstance(raw, str) else ""
+        if kind not in ("bot", "name"):
+            return _unresolved(participants, "INVALID_ROUTE_SELECTOR",
+                               f"unsupported route selector type {kind!r}")
+        if not value:
+            return _unresolved(participants, "INVALID_ROUTE_SELECTOR",
+                               f"{kind!r} selector requires a non-empty value")
+        match = next((p for p in participants
+                      if (p.bot_uuid if kind == "bot" else p.name) == value), None)
+        if match is None:
+            return _unresolved(participants, "UNKNOWN_ROUTE_TARGET",
+                               f"No participant matched {kind} \"{value}\"", query=value)
+        if all(target["value"] != match.bot_uuid for target in resolved):
+            resolved.append({"type": "bot", "value": match.bot_uuid, "bot_name": match.name,
+                             "role": match.role})
+    return {"ok": True, "resolved": resolved}
+
+
+def _unresolved(
+    participants: Sequence[RoledParticipant], error: str, message: str, query: str = ""
+) -> dict[str, object]:
+    folded = query.casefold()
+    near = [p for p in participants if folded and (
+        folded in p.bot_uuid.casefold() or folded in p.name.casefold()
+        or p.name.casefold() in folded)]
+    return {"ok": False, "error": error, "message": message,
+            "candidates": [{"bot_uuid": p.bot_uuid, "bot_name": p.name, "role": p.role}
+                           for p in near or participants]}

@@ -15,6 +15,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from bridge.bcn.errors import BcnError
 from bridge.hub.sessions import ChannelSession
 
 log = logging.getLogger(__name__)
@@ -35,6 +36,14 @@ class Run:
     """Loop time of the ACK or the latest event: a run silent past its timeout ends."""
     seq: int = 0
     state: RunState = "running"
+    task_id: str | None = None
+    """Set when a manager's `task.dispatch` started the run: its final goes to the manager."""
+    bot_seq: int | None = None
+    """The last v3 `seq` accepted from the bot for this run (strictly increasing)."""
+    terminal_fingerprint: str | None = None
+    """The bot's terminal event, so an identical replay of it is ignored, not refused."""
+    streamed: str = ""
+    """The deltas so far (bounded), for a final that leaves its text to them."""
 
     @property
     def running(self) -> bool:
@@ -56,6 +65,9 @@ class PendingSend:
     source_msg_id: str | None
     thread_id: str | None
     answer: asyncio.Future[dict[str, Any]]
+    task_id: str | None = None
+    failure: str | None = None
+    """Why no run came of this delivery (the bot refused it, or reused a run id)."""
 
 
 class RunTable:
@@ -83,18 +95,26 @@ class RunTable:
         by_session.pop(pending, None)
         if not by_session:
             self._pending_by_session.pop(pending.session.id, None)
-        if pending.answer.cancelled() or pending.answer.exception() is not None:
+        if pending.answer.cancelled():
+            pending.failure = "the delivery was cancelled"
+            return None
+        error = pending.answer.exception()
+        if error is not None:
+            pending.failure = _failure(error)
             return None
         run_id = pending.answer.result().get("run_id")
         if not isinstance(run_id, str) or not run_id:
             log.warning("bot %s acked chat.send without a run_id", pending.bot_uuid)
+            pending.failure = "it acknowledged it without a run_id"
             return None
         key = (pending.bot_uuid, run_id)
         if key in self._active or key in self._finished:
             log.warning("bot %s reused run id %r; keeping the first", pending.bot_uuid, run_id)
+            pending.failure = f"it answered with run id {run_id!r}, which it had already used"
             return None
         run = Run(pending.bot_uuid, run_id, pending.session, pending.session_key,
-                  pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time())
+                  pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time(),
+                  task_id=pending.task_id)
         self._active[key] = run
         return run
 
@@ -124,6 +144,14 @@ class RunTable:
     def running_in(self, session_id: str) -> list[Run]:
         return [run for run in self._active.values() if run.session.id == session_id]
 
+    def latest_of(self, bot_uuid: str, group_id: str) -> Run | None:
+        """The bot's most recent run in a group, running ones first (task tools use it)."""
+        for runs in (reversed(self._active.values()), reversed(self._finished.values())):
+            for run in runs:
+                if run.bot_uuid == bot_uuid and run.session.group_id == group_id:
+                    return run
+        return None
+
     def finish(self, run: Run, state: RunState) -> None:
         key = (run.bot_uuid, run.run_id)
         run.state = state
@@ -142,3 +170,14 @@ class RunTable:
     @property
     def running_count(self) -> int:
         return len(self._active)
+
+
+def _failure(error: BaseException) -> str:
+    """Why a `chat.send` produced no run, in words for the chat."""
+    if isinstance(error, BcnError):
+        return f"it refused it ({error.code}: {error.message})"
+    if isinstance(error, TimeoutError):
+        return "it did not acknowledge it in time"
+    if isinstance(error, ConnectionError):
+        return "it went offline before acknowledging it"
+    return f"the delivery failed ({type(error).__name__})"

@@ -1,4 +1,5 @@
-"""`Hub`: the embedded BCN — one aiohttp server with `/ws/bot`, `/ws/channel`, `/healthz`.
+"""`Hub`: the embedded BCN — one aiohttp server with `/ws/bot`, `/ws/channel`, `/healthz`,
+and HTTP onboarding (`POST /register`, `POST /bots/onboard`).
 
 Usable standalone (`bcn-bridge hub`) and in-process (the bridge's demo mode, the tests):
 `await hub.start()` returns once the socket listens, `hub.port` / `hub.url` say where,
@@ -21,6 +22,7 @@ from bridge.hub.deliveries import Outboxes, OutboxLimits
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.groups import GroupDirectory
 from bridge.hub.links import LinkEndpoint
+from bridge.hub.onboarding import Onboarding
 from bridge.hub.registry import BotRegistry
 from bridge.hub.runs import RunTable
 from bridge.hub.sessions import SessionDirectory
@@ -57,6 +59,7 @@ class Hub:
         app.router.add_get("/ws/bot", self._bots.handle)
         app.router.add_get("/ws/channel", self._links.handle)
         app.router.add_get("/healthz", self._healthz)
+        Onboarding(state).routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
         site = web.TCPSite(runner, self._host, self._port)
@@ -74,10 +77,14 @@ class Hub:
         self._sweeper = asyncio.create_task(self._sweep(), name="hub-sweeper")
         if not config.link_tokens:
             log.warning("no link_tokens configured: no channel link can connect")
+        if not config.register_tokens:
+            log.info("no register_tokens configured: POST /register accepts nobody")
         log.info("hub listening on %s (%d groups, %d known bots)",
                  self.url, len(state.groups), len(state.registry))
 
     async def stop(self) -> None:
+        if self.dispatcher is not None:
+            self.dispatcher.stopping = True
         if self._sweeper is not None:
             self._sweeper.cancel()
             await asyncio.gather(self._sweeper, return_exceptions=True)

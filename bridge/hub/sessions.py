@@ -36,6 +36,14 @@ class ChannelSession:
     """Human display names seen here, in order (an ordered set)."""
     bot_turns: int = 0
     guard_tripped: bool = False
+    status: str = "running"
+    """`running` until reset (`reset`) or completed by a bot (`completed` / `failed`)."""
+    output: Any = None
+    error: str | None = None
+
+    @property
+    def running(self) -> bool:
+        return self.status == "running"
 
     def record(self, role: str, name: str, text: str, timestamp: int) -> None:
         self.transcript.append({"role": role, "name": name, "text": text, "timestamp": timestamp})
@@ -105,13 +113,33 @@ class SessionDirectory:
         session = self._active.get((binding_id, scope_key))
         if session is None:
             return None
+        session.status = "reset"
+        self._end(session)
+        log.info("session reset: %s", session.id)
+        return session.id
+
+    def complete(self, session: ChannelSession, output: Any, error: str | None) -> bool:
+        """A bot ended the session (`session.complete`); False if it had already ended.
+
+        Like a reset, the chat's next message opens a new session; the ended one stays
+        reachable (history, late replies) with its status, output and error.
+        """
+        if not session.running:
+            return False
+        session.status = "failed" if error else "completed"
+        session.output, session.error = output, error
+        self._end(session)
+        log.info("session %s: %s", session.status, session.id)
+        return True
+
+    def _end(self, session: ChannelSession) -> None:
+        if self._active.get((session.binding_id, session.scope_key)) is not session:
+            return
         self._retire(session)
         self._db.write(
             "DELETE FROM channel_sessions WHERE binding_id = ? AND scope_key = ?",
-            (binding_id, scope_key),
+            (session.binding_id, session.scope_key),
         )
-        log.info("session reset: %s", session.id)
-        return session.id
 
     def _retire(self, session: ChannelSession) -> None:
         self._active.pop((session.binding_id, session.scope_key), None)

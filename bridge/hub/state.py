@@ -10,6 +10,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from bridge.bcn.connection import Connection
 from bridge.hub.bindings import BindingSpec
@@ -33,6 +34,11 @@ class BotLink:
     conn: Connection
     version: int
     last_seen: float
+    run_events: bool = False
+    """True when the connection negotiated v3 run events (`chat` / `agent`)."""
+    client_kind: str | None = None
+    status: dict[str, Any] | None = None
+    """The latest `bot.status` the bot reported (status, dynamic_summary, load)."""
 
 
 @dataclass(slots=True, eq=False)

@@ -1,7 +1,7 @@
 """The hub's SQLite file (`hub.db` under `data_dir`): what must survive a restart.
 
-Only rare events write here — a bot registering, a group auto-join, a channel session
-opening or being reset — never a message. Deliveries, transcripts and runs live in memory
+Only rare events write here — a bot registering or onboarding, a group auto-join, a
+channel session opening or ending — never a message. Deliveries, transcripts and runs live in memory
 (docs/hub.md says what that means after a restart). The connection and migration helpers
 are the store layer's, so the hub's schema evolves by numbered steps the same way.
 """
@@ -48,6 +48,19 @@ HUB_MIGRATIONS: tuple[Migration, ...] = (
             ) WITHOUT ROWID
             """,
             "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
+        ),
+    ),
+    Migration(
+        2,
+        "bot descriptors sent through POST /bots/onboard",
+        (
+            """
+            CREATE TABLE bot_profiles (
+                bot_uuid     TEXT PRIMARY KEY,
+                descriptor   TEXT NOT NULL,
+                onboarded_at REAL NOT NULL
+            ) WITHOUT ROWID
+            """,
         ),
     ),
 )

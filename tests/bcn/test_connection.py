@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Event, Request
+from tests.support.socket_tap import TappedSocket
 
 
 @dataclass
@@ -141,9 +142,10 @@ async def test_malformed_frame_answer_shape() -> None:
     with pytest.raises(MalformedFrame) as caught:
         decode_frame(json.dumps({"type": "req", "id": "8", "method": "x", "params": []}))
     frame = json.loads(encode_error(caught.value.req_id, caught.value))
+    # No `retry_after_ms: null`: strict clients drop an error whose field is not an integer.
     assert frame == {"type": "res", "id": "8", "ok": False,
                      "error": {"code": "invalid_request", "message": "'params' must be an object",
-                               "retryable": False, "retry_after_ms": None}}
+                               "retryable": False}}
     with pytest.raises(MalformedFrame) as caught:
         decode_frame("[1, 2]")
     assert caught.value.req_id is None
@@ -169,3 +171,46 @@ async def test_pending_requests_fail_when_the_peer_closes(pair: Pair) -> None:
         await asyncio.wait_for(waiting, 3)
     with pytest.raises(ConnectionClosed):
         await pair.client.request("echo", {})
+
+
+def test_retry_after_is_sent_only_as_an_integer() -> None:
+    """Regression (issue 15): `retry_after_ms: null` made strict clients drop every error."""
+    from bridge.bcn.frames import encode_error
+
+    def wire(error: BcnError) -> dict[str, object]:
+        return json.loads(encode_error("1", error))["error"]
+
+    assert "retry_after_ms" not in wire(BcnError("unavailable", "busy", retryable=True))
+    assert wire(BcnError("unavailable", "busy", retryable=True, retry_after_ms=250)) == {
+        "code": "unavailable", "message": "busy", "retryable": True, "retry_after_ms": 250}
+    for odd in (True, -1, 1.5, "10"):
+        assert "retry_after_ms" not in wire(BcnError("x", "y", retry_after_ms=odd))  # type: ignore[arg-type]
+    assert wire(BcnError("x", "   "))["message"] == "x"  # never a blank message either
+
+
+async def test_request_ids_never_repeat_across_connections_or_restarts(pair: Pair) -> None:
+    """Regression (issue 15): ids restarted at 1 on every connection (and process), so a
+    peer that remembers ids took a reconnect's first request for a duplicate and dropped it.
+    """
+    import sys
+
+    url = str(pair.client_ws._response.url)  # type: ignore[attr-defined]
+    sent: list[str] = []
+    async with aiohttp.ClientSession() as http:
+        for value in (1, 2):  # two connections in turn, under the same name
+            tapped = TappedSocket(await http.ws_connect(url), outgoing=lambda frame: sent.append(
+                frame["id"]) if frame.get("type") == "req" else None)
+            conn = Connection(tapped, name="hub-bot")
+            reader = asyncio.create_task(conn.run())
+            assert await conn.request("echo", {"value": value}, timeout=3) == {"echo": value}
+            await conn.close()
+            await asyncio.gather(reader, return_exceptions=True)
+    assert len(set(sent)) == 2 and all(i.startswith("hub-bot-") for i in sent)
+    code = "from bridge.bcn.connection import new_request_id as n; print(n('hub-bot'))"
+    restarted = set()
+    for _ in range(2):  # fresh processes (what a restarted hub numbers with): fresh ids
+        child = await asyncio.create_subprocess_exec(sys.executable, "-c", code,
+                                                     stdout=asyncio.subprocess.PIPE)
+        out, _ = await child.communicate()
+        restarted.add(out.decode().strip())
+    assert len(restarted) == 2 and not restarted & set(sent)

@@ -9,39 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ErrorCode, Request
-
-
-class RecordingSocket:
-    """Wraps the server's WebSocket so the fake sees each raw frame in wire order."""
-
-    def __init__(self, ws: web.WebSocketResponse, log: list[dict[str, Any]]) -> None:
-        self._ws = ws
-        self._log = log
-
-    @property
-    def closed(self) -> bool:
-        return self._ws.closed
-
-    async def send_str(self, data: str, compress: int | None = None) -> None:
-        await self._ws.send_str(data)
-
-    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
-        msg = await self._ws.receive(timeout)
-        if msg.type == aiohttp.WSMsgType.TEXT:
-            self._log.append(json.loads(msg.data))
-        return msg
-
-    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
-        return await self._ws.close(code=code, message=message)
+from tests.support.socket_tap import TappedSocket
 
 
 class FakeBcn:
@@ -51,10 +26,15 @@ class FakeBcn:
         env: dict[str, str] | None = None,
         deprecation: dict[str, str] | None = None,
         refuse_with: BcnError | None = None,
+        run_events: bool = False,
     ) -> None:
         self.env = env or {}
         self.deprecation = deprecation
         self.refuse_with = refuse_with
+        self.run_events = run_events
+        """Answer a v3 connect with the unified run event capabilities (a current BCN)."""
+        self.refusals_left = -1
+        """How many handshakes to refuse with `refuse_with` before accepting (-1: all)."""
         self.known_tokens: dict[str, str] = {}
         self.frames: list[dict[str, Any]] = []
         self.connect_params: list[dict[str, Any]] = []
@@ -83,7 +63,7 @@ class FakeBcn:
     async def _serve(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        connection = Connection(RecordingSocket(ws, self.frames), name="hub")
+        connection = Connection(TappedSocket(ws, incoming=self.frames.append), name="hub")
         connection.on_request = partial(self._on_request, connection)
         await connection.run()
         return ws
@@ -91,7 +71,8 @@ class FakeBcn:
     async def _on_request(self, connection: Connection, request: Request) -> dict[str, Any]:
         if request.method == "bot.connect":
             self.connect_params.append(request.params)
-            if self.refuse_with is not None:
+            if self.refuse_with is not None and self.refusals_left != 0:
+                self.refusals_left -= 1
                 raise self.refuse_with
             token = request.params.get("token")
             is_new = token not in self.known_tokens
@@ -111,6 +92,10 @@ class FakeBcn:
             }
             if self.deprecation is not None:
                 payload["deprecation"] = self.deprecation
+            if self.run_events and payload["protocol_version"] == 3:
+                payload["capabilities"] = {"unified_run_events": True,
+                                           "canonical_session_id": True,
+                                           "tool_result_task_intent": False}
             return payload
         if request.method == "bot.status":
             return {}
@@ -128,11 +113,17 @@ class FakeBcn:
         await connection.close()
 
     def events(self, run_id: str) -> list[dict[str, Any]]:
+        """The payloads of a run's events, in either wire form (`run_id` or v3 `runId`)."""
         return [
             frame["payload"]
             for frame in self.frames
-            if frame.get("type") == "event" and frame["payload"].get("run_id") == run_id
+            if frame.get("type") == "event"
+            and run_id in (frame["payload"].get("run_id"), frame["payload"].get("runId"))
         ]
+
+    def event_frames(self, run_id: str) -> list[dict[str, Any]]:
+        return [frame for frame in self.frames if frame.get("type") == "event"
+                and frame["payload"].get("runId") == run_id]
 
     def requests(self, method: str) -> list[dict[str, Any]]:
         return [f for f in self.frames if f.get("type") == "req" and f.get("method") == method]
@@ -148,8 +139,8 @@ class FakeBcn:
 
     async def wait_terminal(self, run_id: str) -> dict[str, Any]:
         terminal = {"final", "error", "aborted"}
-        await self.wait_until(lambda: any(e["state"] in terminal for e in self.events(run_id)))
-        return next(e for e in self.events(run_id) if e["state"] in terminal)
+        await self.wait_until(lambda: any(e.get("state") in terminal for e in self.events(run_id)))
+        return next(e for e in self.events(run_id) if e.get("state") in terminal)
 
 
 def send_params(

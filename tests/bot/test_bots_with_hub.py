@@ -189,3 +189,33 @@ async def test_bot_comes_back_with_its_identity_after_a_hub_restart(tmp_path):
             await second_hub.stop()
     finally:
         await bot.stop()
+
+
+async def test_sdk_bot_speaks_v3_and_coordinates_through_the_hub(hub, chat, tmp_path):
+    """A v3 SDK bot on the hub: run events accepted, route.resolve and session.complete."""
+    from bridge.bcn.bot import Bot, complete_session, resolve_route, route_to
+
+    answers: list[dict[str, Any]] = []
+    bot = Bot(f"{hub.url}/ws/bot", name="Echo", client_kind="bcn-bridge-tests",
+              **bot_options(tmp_path, "coord"))
+
+    @bot.on_message
+    async def answer(message: Any, run: Any) -> None:
+        resolved = await resolve_route(bot, message.bcs_group_id, names=["Echo"],
+                                       session_id=message.bcs_session_id)
+        answers.append(resolved)
+        await run.delta("resolved ")
+        await run.final("resolved Echo", routing=route_to(
+            bot_uuids=tuple(target["value"] for target in resolved["resolved"])))
+
+    async with bot:
+        assert bot.run_events and bot.negotiated_version == 3
+        await chat.connect(["echoes"])
+        said = await chat.say("echoes", "who are you?")
+        final = await chat.wait_for("Echo", "final")
+        assert final["text"] == "resolved Echo"
+        assert answers[0]["resolved"][0]["bot_name"] == "Echo"
+        done = await complete_session(bot, said["bcs_session_id"], output="bye")
+        assert done["status"] == "completed"
+        again = await chat.say("echoes", "hello again")
+        assert again["bcs_session_id"] != said["bcs_session_id"]

@@ -15,6 +15,7 @@ import aiohttp
 
 from bridge.bcn import BcnError, Connection, Event, Request
 from bridge.hub import Hub, HubConfig
+from tests.support.socket_tap import TappedSocket
 
 WAIT = 3.0
 """Upper bound for anything a test waits for; a passing test never waits this long."""
@@ -51,20 +52,34 @@ def hub_config(tmp_path: Any, **overrides: Any) -> HubConfig:
 
 
 class TestBot:
-    """A bot that records what it is sent; `reply` (text -> text) makes it answer finals."""
+    """A bot that records what it is sent; `reply` (text -> text) makes it answer finals.
+
+    It speaks whichever run events its connection negotiated: v3 `chat` / `agent` (with
+    the run's session and its own per-run `seq`) or the v1/v2 `chat.event`.
+    """
 
     __test__ = False
 
     def __init__(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         self.ws = ws
-        self.conn = Connection(ws, on_request=self._on_request, name="test-bot")
+        self.refusals: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+        """Answers that name no request (`id: null`): how the hub refuses an event."""
+        self.conn = Connection(TappedSocket(ws, incoming=self._tap), on_request=self._on_request,
+                               name="test-bot")
         self.sends: asyncio.Queue[Request] = asyncio.Queue()
         self.injects: asyncio.Queue[Request] = asyncio.Queue()
         self.aborts: asyncio.Queue[Request] = asyncio.Queue()
         self.reply: Callable[[str], str | None] | None = None
         self.routing: dict[str, Any] | None = None
         self.ack_delay = 0.0
+        self.refuse: BcnError | None = None
+        """Answer every chat.send with this error instead of a run."""
+        self.fixed_run_id: str | None = None
+        """Acknowledge every chat.send with this run id (a bot that reuses ids)."""
         self.payload: dict[str, Any] = {}
+        self.sessions: dict[str, str] = {}
+        """run id → the session its chat.send named (what v3 events must echo)."""
+        self._seqs: dict[str, itertools.count[int]] = {}
         self._runs = itertools.count(1)
         self._task = asyncio.create_task(self.conn.run())
 
@@ -83,14 +98,26 @@ class TestBot:
     def uuid(self) -> str:
         return str(self.payload["bot_uuid"])
 
+    def _tap(self, frame: dict[str, Any]) -> None:
+        if frame.get("type") == "res" and frame.get("id") is None:
+            self.refusals.put_nowait(frame["error"])
+
+    @property
+    def run_events(self) -> bool:
+        """Whether the hub negotiated v3 run events with this bot."""
+        return self.payload.get("capabilities", {}).get("unified_run_events") is True
+
     @property
     def token(self) -> str:
         return str(self.payload["token"])
 
     async def _on_request(self, req: Request) -> dict[str, Any]:
         if req.method == "chat.send":
-            run_id = f"run-{next(self._runs)}"
+            run_id = self.fixed_run_id or f"run-{next(self._runs)}"
+            self.sessions[run_id] = req.params["bcs_session_id"]
             await self.sends.put(req)
+            if self.refuse is not None:
+                raise self.refuse
             if self.ack_delay:
                 await asyncio.sleep(self.ack_delay)
             if self.reply is not None:
@@ -110,10 +137,28 @@ class TestBot:
         raise BcnError("unknown_method", req.method)
 
     async def event(self, run_id: str, state: str, text: str = "", **extra: Any) -> None:
+        if self.run_events:
+            await self._v3_event(run_id, state, text, **extra)
+            return
         payload = {"run_id": run_id, "bcs_group_id": "grp", "state": state,
                    "message": {"role": "assistant", "content": [{"type": "text", "text": text}],
                                "timestamp": 1}, **extra}
         await self.conn.send_event("chat.event", payload)
+
+    async def _v3_event(self, run_id: str, state: str, text: str, **extra: Any) -> None:
+        seq = next(self._seqs.setdefault(run_id, itertools.count(1)))
+        common = {"runId": run_id, "sessionId": self.sessions.get(run_id, "grp:unknown"),
+                  "seq": seq, "ts": 1}
+        if state.startswith("tool_call_"):
+            name = "agent"
+            payload = {**common, "stream": "tool", "toolCallId": extra.get("tool_call_id", "t"),
+                       "name": extra.get("tool_name", "tool"),
+                       **({"phase": "start"} if state == "tool_call_start" else
+                          {"phase": "result", "result": {}, "isError": False})}
+        else:
+            name = "chat"
+            payload = {**common, "state": state, "content": text, **extra}
+        await self.conn.send_event(name, payload, seq=seq)
 
     async def final(self, run_id: str, text: str, routing: dict[str, Any] | None = None) -> None:
         extra = {"routing": routing} if routing else {}

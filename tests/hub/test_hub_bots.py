@@ -21,6 +21,20 @@ async def test_new_bot_gets_token_uuid_and_env(http: aiohttp.ClientSession, hub:
     assert (p["protocol_version"], p["min_supported_version"]) == (3, 1)
     assert p["name"] == "Helper"
     assert "deprecation" not in p
+    assert p["capabilities"] == {"unified_run_events": True, "canonical_session_id": True,
+                                 "tool_result_task_intent": False}
+
+
+@pytest.mark.parametrize("version", [1, 2])
+async def test_legacy_versions_negotiate_no_v3_capabilities(
+    http: aiohttp.ClientSession, hub: Hub, version: int
+) -> None:
+    bot = await TestBot.connect(http, hub, name="Helper", protocol_version=version,
+                                client_kind="native_mcp")
+    assert bot.payload["protocol_version"] == version
+    assert bot.payload["capabilities"] == {"unified_run_events": False,
+                                           "canonical_session_id": False,
+                                           "tool_result_task_intent": False}
 
 
 async def test_reconnect_with_token_restores_identity(
@@ -55,15 +69,17 @@ async def test_version_outside_range_is_refused(
     assert await bot.closed_by_hub()
 
 
-async def test_omitted_version_is_v1_with_configured_deprecation(
+async def test_omitted_version_is_v2_with_configured_deprecation(
     http: aiohttp.ClientSession, start_hub: object
 ) -> None:
-    notice = {"message": "v1 goes away", "sunset_date": "2026-06-01"}
-    hub = await start_hub(deprecations={1: notice})  # type: ignore[operator]
+    """The BCN server's compatibility default is v2 (v3 must be asked for explicitly)."""
+    notice = {"message": "v2 goes away", "sunset_date": "2027-06-01"}
+    hub = await start_hub(deprecations={2: notice})  # type: ignore[operator]
     bot = await TestBot.open(http, hub)
     payload = await bot.conn.request("bot.connect", {})
-    assert payload["protocol_version"] == 1
+    assert payload["protocol_version"] == 2
     assert payload["deprecation"] == notice
+    assert payload["capabilities"]["unified_run_events"] is False
 
 
 async def test_first_frame_other_than_connect_is_unauthorized(
@@ -99,25 +115,86 @@ async def test_heartbeat_keeps_bot_online_and_silence_expires_it(
     hub = await start_hub(bot_ttl_seconds=0.3, sweep_interval_seconds=0.05)  # type: ignore[operator]
     bot = await TestBot.connect(http, hub, name="Helper")
     for _ in range(8):  # 0.4 s of heartbeats: longer than the TTL, still online
-        assert (await bot.conn.request("bot.status", {}))["status"] == "online"
+        assert await bot.conn.request("bot.status", {"status": "busy", "load": 0.5}) == {
+            "updated": True}
         await asyncio.sleep(0.05)
     assert hub.health()["bots_online"] == 1
     assert await bot.closed_by_hub()  # silence: expired and closed
     assert hub.health()["bots_online"] == 0
 
 
-async def test_second_connection_replaces_the_first(
+async def test_bot_status_is_checked_and_reported_to_links(
     http: aiohttp.ClientSession, hub: Hub
 ) -> None:
+    bot = await TestBot.connect(http, hub, name="Helper")
+    with pytest.raises(BcnError) as caught:
+        await bot.conn.request("bot.status", {"status": "sleepy"})
+    assert caught.value.code == "invalid_request" and "status" in caught.value.message
+    with pytest.raises(BcnError):
+        await bot.conn.request("bot.status", {"load": "high"})
+    await bot.conn.request("bot.status", {"status": "busy", "dynamic_summary": "indexing",
+                                          "load": 1})
+    link = await TestLink.connect(http, hub)
+    listed = await link.conn.request("channel.participants", {"group_id": "grp"})
+    helper = next(p for p in listed["participants"] if p["name"] == "Helper")
+    assert helper["dynamic_status"]["status"] == "busy"
+    assert helper["dynamic_status"]["dynamic_summary"] == "indexing"
+
+
+async def test_second_live_connection_is_refused_already_connected(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    """The BCN server's rule: the live connection stays; the newcomer gets already_connected."""
     link = await TestLink.connect(http, hub)
     first = await TestBot.connect(http, hub, name="Helper")
-    second = await TestBot.connect(http, hub, token=first.token)
-    assert await first.closed_by_hub()
+    second = await TestBot.open(http, hub)
+    with pytest.raises(BcnError) as caught:
+        await second.conn.request("bot.connect", {"token": first.token, "protocol_version": 3})
+    assert caught.value.code == "already_connected"
+    assert await second.closed_by_hub()
     assert hub.health()["bots_online"] == 1
+    await link.inbound("hello", "m1")
+    send = await next_item(first.sends)  # the first connection still gets the messages
+    assert send.params["message"]["content"][0]["text"] == "hello"
+
+
+async def test_second_connection_replaces_an_old_socket_that_answers_no_ping(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    hub = await start_hub(probe_timeout_seconds=0.2)  # type: ignore[operator]
+    link = await TestLink.connect(http, hub)
+    ghost = await http.ws_connect(hub.url + "/ws/bot", autoping=False)
+    await ghost.send_json({"type": "req", "id": "c1", "method": "bot.connect",
+                           "params": {"name": "Helper", "protocol_version": 3}})
+    token = (await ghost.receive_json(timeout=3))["payload"]["token"]
+    # The ghost never reads again: like a half-dead TCP connection it cannot answer pings.
+    second = await TestBot.connect(http, hub, token=token)
+    assert second.payload["is_new"] is False and hub.health()["bots_online"] == 1
     await link.inbound("hello", "m1")
     send = await next_item(second.sends)
     assert send.params["message"]["content"][0]["text"] == "hello"
-    assert first.sends.empty()
+    await ghost.close()
+
+
+async def test_bot_id_is_honoured_as_the_server_does(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    chosen = await TestBot.connect(http, hub, name="Helper", bot_id="preset-helper:1")
+    assert chosen.uuid == "preset-helper:1" and chosen.payload["is_new"] is True
+    await chosen.close()
+    again = await TestBot.connect(http, hub, token=chosen.token, bot_id="preset-helper:1")
+    assert again.uuid == "preset-helper:1" and again.payload["is_new"] is False
+    await again.close()
+    for params, code in (
+        ({"bot_id": "preset-helper:1"}, "bot_id_conflict"),  # known id, no token
+        ({"token": chosen.token, "bot_id": "someone-else"}, "unauthorized"),
+        ({"bot_id": "bad id!"}, "invalid_request"),
+        ({"token": 5}, "invalid_request"),
+    ):
+        bot = await TestBot.open(http, hub)
+        with pytest.raises(BcnError) as caught:
+            await bot.conn.request("bot.connect", {"protocol_version": 3, **params})
+        assert caught.value.code == code, params
 
 
 async def test_registry_survives_restart(http: aiohttp.ClientSession, tmp_path: object) -> None:

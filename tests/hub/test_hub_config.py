@@ -35,6 +35,9 @@ def test_defaults_and_driver_membership() -> None:
      "appears twice"),
     ({"bots": [{"name": "A", "token": "short"}]}, "at least 8"),
     ({"deprecations": {7: {"message": "x"}}}, "no protocol version 7"),
+    ({"groups": [{"id": "a", "type": "swarm"}]}, "manager_worker"),
+    ({"register_tokens": [" "]}, "must not be empty"),
+    ({"probe_timeout_seconds": 0}, "greater than 0"),
     ({"surprise": 1}, "Extra inputs"),
 ])
 def test_bad_config_is_a_clear_error(data: dict[str, object], message: str) -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bridge.hub.bot_messages import Utterance, chat_params, message_text
+from bridge.bcn.run_events import message_text
+from bridge.hub.bot_messages import Utterance, chat_params
 from bridge.hub.routing import (
     Participant,
     RoutingError,

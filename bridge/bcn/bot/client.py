@@ -4,6 +4,12 @@ The SDK does everything the seed asks of an engine: the `bot.connect` handshake 
 persisted token, `env`, the deprecation notice, `bot.status` heartbeats, reconnecting with
 backoff, ACKing `chat.send` at once and running each answer in its own task, `chat.abort` of
 exactly one run, `chat.history` from its own store, and `chat.inject` observation.
+
+It speaks protocol v3 as the BCN server does (the default): the run events are then
+`chat` / `agent` with the run's `sessionId` and per-run `seq`, a delivery's
+`idempotency_key` is the run id (a repeated delivery is ACKed with the same run and not
+answered twice), and a v3 message without `bcs_session_id` is refused. v1/v2 (and a BCN
+that answers v3 without the `unified_run_events` capability) keep `chat.event`.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from typing import Any
 
 import aiohttp
 
+from bridge.bcn.bot.dialect import Dialect, LegacyDialect, UnifiedDialect
 from bridge.bcn.bot.history import HistoryStore
 from bridge.bcn.bot.message import IncomingMessage, now_ms
 from bridge.bcn.bot.run import Run, RunFinished
@@ -27,6 +34,7 @@ from bridge.bcn.bot.token_file import load_token, save_token
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.frames import Request
+from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION, speaks_run_events
 from bridge.retry import Backoff
 
 log = logging.getLogger(__name__)
@@ -37,7 +45,6 @@ MessageHandler = Callable[[IncomingMessage, Run], Awaitable[str | None]]
 ObserveHandler = Callable[[IncomingMessage], Awaitable[None]]
 """Sees one `chat.inject` (a message the bot should know about but not answer)."""
 
-CURRENT_PROTOCOL_VERSION = 3
 _FATAL_CODES = frozenset({ErrorCode.UNSUPPORTED_PROTOCOL_VERSION})
 _ERROR_TEXT_LIMIT = 200
 
@@ -74,6 +81,7 @@ class Bot:
         abort_grace: float = 5.0,
         on_message: MessageHandler | None = None,
         on_observe: ObserveHandler | None = None,
+        client_kind: str | None = None,
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"BCN url must start with ws:// or wss://, got {url!r}")
@@ -98,10 +106,15 @@ class Bot:
         self.abort_grace = abort_grace
         self._message_handler = on_message
         self._observe_handler = on_observe
+        self.client_kind = client_kind
         self._token = token or (load_token(token_file) if token_file is not None else None)
 
         self.bot_uuid: str | None = None
         self.negotiated_version: int | None = None
+        self.capabilities: dict[str, Any] = {}
+        """What `bot.connect` negotiated (`unified_run_events`, `canonical_session_id`, …)."""
+        self.run_events = False
+        """True when this connection speaks v3 run events."""
         self.connect_count = 0
         """How many handshakes succeeded; a reconnect makes it grow."""
 
@@ -200,6 +213,20 @@ class Bot:
             await self._http.close()
             self._http = None
 
+    async def request(
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Ask BCN something on the live connection (`route.resolve`, `task.*`, …).
+
+        Raises `BcnError` when BCN refuses, `ConnectionClosed` when the bot is not
+        connected, `TimeoutError` after `timeout` (default `request_timeout`).
+        """
+        connection = self._connection
+        if connection is None:
+            raise ConnectionClosed("not connected to BCN")
+        return await connection.request(method, params or {},
+                                        timeout=timeout or self.request_timeout)
+
     async def __aenter__(self) -> Bot:
         await self.start()
         return self
@@ -272,9 +299,15 @@ class Bot:
             params["token"] = self._token
         if self.name:
             params["name"] = self.name
+        if self.client_kind:
+            params["client_kind"] = self.client_kind
         try:
             payload = await connection.request("bot.connect", params, timeout=self.connect_timeout)
         except BcnError as exc:
+            if exc.code == ErrorCode.ALREADY_CONNECTED:
+                # Another connection of this bot is live (or its ghost not yet cleaned up):
+                # keep the token and retry after the backoff, as the BCN server asks.
+                log.warning("BCN says this bot is already connected elsewhere; will retry")
             if exc.code == ErrorCode.UNAUTHORIZED and self._token:
                 # The BCN no longer knows this token (e.g. it was reset): register anew rather
                 # than retrying a dead credential forever.
@@ -293,6 +326,9 @@ class Bot:
         self.bot_uuid = bot_uuid if isinstance(bot_uuid, str) else None
         version = payload.get("protocol_version")
         self.negotiated_version = version if isinstance(version, int) else self.protocol_version
+        negotiated = payload.get("capabilities")
+        self.capabilities = dict(negotiated) if isinstance(negotiated, dict) else {}
+        self.run_events = speaks_run_events(self.negotiated_version, negotiated)
         self.connect_count += 1
         self._apply_env(payload.get("env"))
         self._log_deprecation(payload.get("deprecation"))
@@ -329,8 +365,10 @@ class Bot:
         """`bot.status` every interval; an unanswered one means the link is dead."""
         while True:
             await asyncio.sleep(self.heartbeat_interval)
+            busy = any(active.connection is connection for active in self._runs.values())
+            status = {"status": "busy" if busy else "idle", "load": 1.0 if busy else 0.0}
             try:
-                await connection.request("bot.status", {})
+                await connection.request("bot.status", status)
             except TimeoutError:
                 log.warning("BCN did not answer bot.status; reconnecting")
                 await connection.close()
@@ -354,30 +392,42 @@ class Bot:
         raise BcnError(ErrorCode.UNKNOWN_METHOD, f"unknown method {method!r}")
 
     def _accept_send(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
-        """ACK at once with a fresh run id; the answer runs in its own task.
+        """ACK at once with the run id; the answer runs in its own task.
 
+        The run id is the delivery's `idempotency_key` when BCN sends one (a repeat of a
+        delivery gets the same run back and is not answered twice), else a fresh one.
         The ACK is written by the connection right after this returns, before the new task
         gets its first turn, so the run's events always follow the ACK on the wire.
         """
         handler = self._message_handler
         if handler is None:
             raise BcnError(ErrorCode.UNAVAILABLE, "this bot only observes; it has no answers")
-        message = IncomingMessage.from_params(params)
+        message = IncomingMessage.from_params(params, require_session_id=self.run_events)
+        key = params.get("idempotency_key")
+        if isinstance(key, str) and key and (key in self._runs or key in self._finished_runs):
+            log.info("delivery %s repeated; acknowledged with its existing run", key)
+            return {"run_id": key}
         self.history.record(
             message.session_key, "user", message.text, message.timestamp or now_ms(),
             session_id=message.bcs_group_id,
         )
-        run_id = f"run-{uuid.uuid4().hex}"
+        run_id = key if isinstance(key, str) and key else f"run-{uuid.uuid4().hex}"
         run = Run(
             run_id,
             session_key=message.session_key,
             bcs_group_id=message.bcs_group_id,
-            emit=partial(connection.send_event, "chat.event"),
+            emit=partial(_emit, connection),
             on_final=self._record_final,
+            dialect=self._dialect(run_id, message),
         )
         task = asyncio.create_task(self._answer(handler, message, run), name=f"bot-{run_id}")
         self._runs[run_id] = _ActiveRun(run, task, connection)
         return {"run_id": run_id}
+
+    def _dialect(self, run_id: str, message: IncomingMessage) -> Dialect:
+        if self.run_events and message.bcs_session_id:
+            return UnifiedDialect(run_id, message.bcs_session_id)
+        return LegacyDialect(run_id, message.bcs_group_id)
 
     async def _answer(self, handler: MessageHandler, message: IncomingMessage, run: Run) -> None:
         """Run the handler so that the run always ends with exactly one terminal event."""
@@ -455,7 +505,8 @@ class Bot:
         }
 
     def _observe(self, params: dict[str, Any]) -> dict[str, Any]:
-        message = IncomingMessage.from_params(params, observe_only=True)
+        message = IncomingMessage.from_params(params, observe_only=True,
+                                              require_session_id=self.run_events)
         if message.text:
             self.history.record(
                 message.session_key, "user", message.text, message.timestamp or now_ms(),
@@ -485,6 +536,12 @@ class Bot:
                 tasks.append(active.task)
         if tasks:
             await asyncio.wait(tasks, timeout=self.abort_grace)
+
+
+async def _emit(
+    connection: Connection, name: str, payload: dict[str, Any], seq: int | None
+) -> None:
+    await connection.send_event(name, payload, seq=seq)
 
 
 def _short_error(exc: Exception) -> str:

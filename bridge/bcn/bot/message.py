@@ -7,11 +7,11 @@ working. Bad input raises `BcnError(invalid_request)`, which the connection send
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bridge.bcn.errors import BcnError, ErrorCode
+from bridge.bcn.run_events import content_text, now_ms
 
 if TYPE_CHECKING:
     from bridge.protocol import ProtocolMessage
@@ -70,10 +70,22 @@ class IncomingMessage:
     params: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_params(cls, params: dict[str, Any], *, observe_only: bool = False) -> IncomingMessage:
+    def from_params(
+        cls, params: dict[str, Any], *, observe_only: bool = False,
+        require_session_id: bool = False,
+    ) -> IncomingMessage:
+        """Parse `chat.send` / `chat.inject` params.
+
+        `require_session_id` is set on v3 connections: there every delivery carries the
+        canonical `bcs_session_id`, and one without it is refused rather than guessed.
+        """
         session_key = params.get("session_key")
         if not isinstance(session_key, str) or not session_key:
             raise BcnError(ErrorCode.INVALID_REQUEST, "'session_key' must be a non-empty string")
+        session_id = params.get("bcs_session_id")
+        if require_session_id and (not isinstance(session_id, str) or not session_id):
+            raise BcnError(ErrorCode.INVALID_REQUEST,
+                           "v3 deliveries need a non-empty 'bcs_session_id'")
         group_id = params.get("bcs_group_id")
         if group_id is None:
             group_id = session_key.split(":", 1)[0]
@@ -126,18 +138,7 @@ class IncomingMessage:
 
 def text_of(content: Any) -> str:
     """Join the text parts of a message `content`; a bare string is accepted too."""
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        return ""
-    parts = [
-        part["text"]
-        for part in content
-        if isinstance(part, dict)
-        and part.get("type") == "text"
-        and isinstance(part.get("text"), str)
-    ]
-    return "".join(parts)
+    return content_text(content)
 
 
 def assistant_message(text: str, timestamp_ms: int | None = None) -> dict[str, Any]:
@@ -147,10 +148,6 @@ def assistant_message(text: str, timestamp_ms: int | None = None) -> dict[str, A
         "content": [{"type": "text", "text": text}],
         "timestamp": now_ms() if timestamp_ms is None else timestamp_ms,
     }
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _optional_str(source: dict[str, Any], key: str) -> str | None:

@@ -3,7 +3,8 @@
 A run follows the seed's state machine (§6.6): any number of `delta`s (and optional tool
 call reports), then exactly one terminal event — `final`, `error` or `aborted`. Once BCN has
 aborted the run, everything the handler still sends is dropped silently, so a handler that
-is slow to notice its cancellation cannot leak late output (seed §5.3).
+is slow to notice its cancellation cannot leak late output (seed §5.3). How each event is
+written (v1/v2 `chat.event` or v3 `chat` / `agent`) is the `Dialect`'s business.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from collections.abc import Awaitable, Callable
 from enum import StrEnum
 from typing import Any
 
-from bridge.bcn.bot.message import assistant_message
+from bridge.bcn.bot.dialect import Dialect, LegacyDialect
 
 log = logging.getLogger(__name__)
 
-Emit = Callable[[dict[str, Any]], Awaitable[None]]
-"""Sends one `chat.event` payload on the bot's current connection."""
+Emit = Callable[[str, dict[str, Any], int | None], Awaitable[object]]
+"""Sends one event (name, payload, frame seq or None) on the bot's current connection."""
 
 FinalListener = Callable[["Run", str], None]
 """Told about each final reply, so the bot can add it to its history."""
@@ -44,12 +45,14 @@ class Run:
         bcs_group_id: str,
         emit: Emit,
         on_final: FinalListener | None = None,
+        dialect: Dialect | None = None,
     ) -> None:
         self.run_id = run_id
         self.session_key = session_key
         self.bcs_group_id = bcs_group_id
         self.state = RunState.RUNNING
         self._emit = emit
+        self._dialect = dialect or LegacyDialect(run_id, bcs_group_id)
         self._on_final = on_final
         self._streamed: list[str] = []
 
@@ -72,16 +75,13 @@ class Run:
     # ------------------------------------------------------------------ streaming
     async def delta(self, text: str) -> None:
         """Send the next piece of the reply (just the new piece, not the text so far)."""
-        if await self._send("delta", {"message": assistant_message(text)}):
+        if await self._send("delta", text):
             self._streamed.append(text)
 
     async def tool_call_start(
         self, tool_call_id: str, tool_name: str, args: dict[str, Any] | None = None
     ) -> None:
-        await self._send(
-            "tool_call_start",
-            {"tool_call_id": tool_call_id, "tool_name": tool_name, "args": args or {}},
-        )
+        await self._send_tool("start", tool_call_id, tool_name, args=args or {})
 
     async def tool_call_end(
         self,
@@ -91,11 +91,7 @@ class Run:
         *,
         success: bool = True,
     ) -> None:
-        await self._send(
-            "tool_call_end",
-            {"tool_call_id": tool_call_id, "tool_name": tool_name, "result": result,
-             "success": success},
-        )
+        await self._send_tool("end", tool_call_id, tool_name, result=result, success=success)
 
     # ------------------------------------------------------------------ endings
     async def final(
@@ -107,34 +103,40 @@ class Run:
         stop_reason: str = "complete",
     ) -> None:
         """End the run with the complete reply; `routing` picks who answers next (seed §7)."""
-        extra: dict[str, Any] = {"message": assistant_message(text), "stop_reason": stop_reason}
-        if routing is not None:
-            extra["routing"] = routing
-        if usage is not None:
-            extra["usage"] = usage
-        if await self._send("final", extra, ending=RunState.FINAL) and self._on_final:
+        sent = await self._send("final", text, ending=RunState.FINAL, routing=routing,
+                                usage=usage, stop_reason=stop_reason)
+        if sent and self._on_final:
             self._on_final(self, text)
 
     async def error(self, text: str) -> None:
         """End the run as failed, with a short message the humans will see."""
-        await self._send("error", {"message": assistant_message(text)}, ending=RunState.ERROR)
+        await self._send("error", text, ending=RunState.ERROR)
 
-    async def _send(
-        self, state: str, extra: dict[str, Any], *, ending: RunState | None = None
-    ) -> bool:
-        """Emit one event; False when it was dropped because the run was aborted."""
+    def _may_send(self, what: str) -> bool:
+        """False when the run was aborted (output is dropped); raises once it ended."""
         if self.state is RunState.ABORTED:
-            log.debug("run %s: dropping %s after abort", self.run_id, state)
+            log.debug("run %s: dropping %s after abort", self.run_id, what)
             return False
         if self.finished:
             raise RunFinished(f"run {self.run_id} already ended with {self.state}; "
-                              f"cannot send {state}")
+                              f"cannot send {what}")
+        return True
+
+    async def _send(
+        self, state: str, text: str, *, ending: RunState | None = None, **extra: Any
+    ) -> bool:
+        """Emit one chat event; False when it was dropped because the run was aborted."""
+        if not self._may_send(state):
+            return False
         if ending is not None:
             self.state = ending
-        payload = {"run_id": self.run_id, "bcs_group_id": self.bcs_group_id, "state": state}
-        payload.update(extra)
-        await self._emit(payload)
+        await self._emit(*self._dialect.chat(state, text, **extra))
         return True
+
+    async def _send_tool(self, phase: str, tool_call_id: str, tool_name: str,
+                         **data: Any) -> None:
+        if self._may_send(f"tool call {phase}"):
+            await self._emit(*self._dialect.tool(phase, tool_call_id, tool_name, **data))
 
     # ------------------------------------------------------------------ used by the Bot
     def mark_aborted(self) -> bool:
@@ -146,5 +148,4 @@ class Run:
 
     async def announce_aborted(self) -> None:
         """Send the terminal `aborted` event (seed §6.4) once the handler has stopped."""
-        await self._emit({"run_id": self.run_id, "bcs_group_id": self.bcs_group_id,
-                          "state": "aborted", "stop_reason": "aborted"})
+        await self._emit(*self._dialect.chat("aborted", None, stop_reason="aborted"))
