@@ -30,6 +30,7 @@ from adapters.telegram.outbound import (
     with_plain_prefix,
     with_prefix,
 )
+from adapters.telegram.poll_lease import PollLease, UpdateJournal
 from adapters.telegram.polling import PollingHealth, PollingRequest
 from adapters.telegram.puppets import PuppetBots
 from adapters.telegram.redaction import protect_tokens, redact
@@ -99,6 +100,8 @@ class TelegramAdapter(Adapter):
         self._bound_chats: set[str] = set()
         self._accepting = False
         self._requests: list[HTTPXRequest] = []
+        self._poll_lease: PollLease | None = None
+        self._journal: UpdateJournal | None = None
         if config.mode == "webhook":
             self._mount_webhook()
 
@@ -110,6 +113,7 @@ class TelegramAdapter(Adapter):
         if config.secret_token is not None:
             secrets.append(config.secret_token)
         protect_tokens(*(secret.get_secret_value() for secret in secrets))
+        self._journal = UpdateJournal(self.state)
         app = self._build_application()
         app.add_handler(TypeHandler(Update, self._on_update))
         app.add_error_handler(self._on_handler_error)
@@ -135,18 +139,40 @@ class TelegramAdapter(Adapter):
         await app.start()
         self._accepting = True
         if config.mode == "polling":
-            assert app.updater is not None
-            await app.updater.start_polling(
-                poll_interval=config.poll_interval,
-                timeout=int(config.poll_timeout),
-                allowed_updates=list(ALLOWED_UPDATES),
-                drop_pending_updates=config.drop_pending_updates,
-                error_callback=self._health.updater_error,
+            self._poll_lease = PollLease(
+                self.state, self.account,
+                start_polling=self._start_polling, stop_polling=self._stop_polling,
             )
+            await self._poll_lease.start()
         else:
             await self._register_webhook(bot)
 
+    async def _start_polling(self) -> None:
+        """This instance holds the poll lease: relay what a dead poller left, then poll."""
+        app = self._app
+        assert app is not None and app.updater is not None
+        assert self._journal is not None
+        for data in await self._journal.waiting():
+            log.info("telegram:%s relays update %s fetched before a restart",
+                     self.account, data.get("update_id"))
+            await app.update_queue.put(Update.de_json(data, app.bot))
+        await app.updater.start_polling(
+            poll_interval=self.settings.poll_interval,
+            timeout=int(self.settings.poll_timeout),
+            allowed_updates=list(ALLOWED_UPDATES),
+            drop_pending_updates=self.settings.drop_pending_updates,
+            error_callback=self._health.updater_error,
+        )
+
+    async def _stop_polling(self) -> None:
+        app = self._app
+        if app is not None and app.updater is not None and app.updater.running:
+            await app.updater.stop()
+
     async def stop(self) -> None:
+        if self._poll_lease is not None:
+            await self._poll_lease.stop()
+            self._poll_lease = None
         app, self._app = self._app, None
         self._accepting = False
         if app is None:
@@ -174,7 +200,8 @@ class TelegramAdapter(Adapter):
         )
         self._requests = [api_request]
         if config.mode == "polling":
-            polling_request = PollingRequest(self._health, **timeouts)
+            assert self._journal is not None
+            polling_request = PollingRequest(self._health, self._journal.keep, **timeouts)
             self._requests.append(polling_request)
             builder = builder.get_updates_request(polling_request)
         else:
@@ -218,6 +245,13 @@ class TelegramAdapter(Adapter):
     # -- inbound -----------------------------------------------------------------------
 
     async def _on_update(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
+        await self._relay(update, context)
+        # Crossed off only once relayed: a crash before this replays it (the core drops a
+        # message it has relayed already).
+        if self._journal is not None:
+            await self._journal.done(update.update_id)
+
+    async def _relay(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.my_chat_member is not None:
             self._note_chat(update.my_chat_member.chat)
         found = chat_message(update)

@@ -8,7 +8,9 @@ reports the outage: one warning when it starts, one line when polling works agai
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from telegram.error import TelegramError
@@ -61,12 +63,21 @@ class PollingHealth:
         log.debug("telegram:%s polling error: %s", self.account, redact(str(exc)))
 
 
-class PollingRequest(HTTPXRequest):
-    """The `getUpdates` transport, reporting each round trip to a `PollingHealth`."""
+KeepUpdates = Callable[[list[dict[str, Any]]], Awaitable[None]]
+"""Writes a fetched batch to the store before python-telegram-bot sees (and confirms) it."""
 
-    def __init__(self, health: PollingHealth, **kwargs: Any) -> None:
+
+class PollingRequest(HTTPXRequest):
+    """The `getUpdates` transport: reports each round trip to a `PollingHealth`, and hands
+    each fetched batch to `keep` first. If keeping fails, the call fails: python-telegram-bot
+    then asks again with the same offset, so the batch is not confirmed unkept."""
+
+    def __init__(
+        self, health: PollingHealth, keep: KeepUpdates | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.health = health
+        self.keep = keep
 
     async def do_request(self, *args: Any, **kwargs: Any) -> tuple[int, bytes]:
         try:
@@ -78,4 +89,18 @@ class PollingRequest(HTTPXRequest):
             self.health.failed(TelegramError(_POLL_TROUBLE.get(code, f"HTTP {code}")))
         else:
             self.health.succeeded()
+        if code == 200 and self.keep is not None and (updates := fetched_updates(payload)):
+            await self.keep(updates)
         return code, payload
+
+
+def fetched_updates(payload: bytes) -> list[dict[str, Any]]:
+    """The updates in a `getUpdates` answer ([] for anything else)."""
+    try:
+        answer = json.loads(payload)
+    except ValueError:
+        return []
+    result = answer.get("result") if isinstance(answer, dict) else None
+    if not isinstance(result, list):
+        return []
+    return [u for u in result if isinstance(u, dict) and isinstance(u.get("update_id"), int)]

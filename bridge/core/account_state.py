@@ -18,7 +18,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from bridge.core.instance import acquire_lease, instance_name
 from bridge.store.base import Store
+from bridge.store.leases import Lease
 
 
 def _utc_now() -> datetime:
@@ -29,11 +31,18 @@ class AccountState:
     """Small JSON records and once-only keys for one platform account."""
 
     def __init__(
-        self, store: Store, channel: str, clock: Callable[[], datetime] = _utc_now
+        self,
+        store: Store,
+        channel: str,
+        clock: Callable[[], datetime] = _utc_now,
+        *,
+        holder: str | None = None,
     ) -> None:
         self.store = store
         self.channel = channel
         self.clock = clock
+        self.holder = holder or instance_name("bcn-bridge")
+        """This bridge process, as lease holders are named."""
 
     @classmethod
     def in_memory(cls, channel: str) -> AccountState:
@@ -54,3 +63,14 @@ class AccountState:
     async def first_time(self, key: str) -> bool:
         """True the first time any instance asks about `key`, False ever after."""
         return await self.store.seen.add(self._key(key), self.clock())
+
+    async def lease(self, name: str, ttl: float) -> Lease | None:
+        """Work only one bridge instance may do for this account (one poller per token, one
+        socket per app): the lease if this instance may do it now, else None."""
+        return await acquire_lease(self.store.leases, f"{self.channel}:{name}", self.holder, ttl)
+
+    async def renew(self, lease: Lease, ttl: float) -> bool:
+        return await self.store.leases.renew(lease, ttl)
+
+    async def release(self, lease: Lease) -> None:
+        await self.store.leases.release(lease)

@@ -107,7 +107,9 @@ class Relay:
 
     def add_adapter(self, adapter: Adapter) -> None:
         self.ctx.adapters[adapter.channel] = adapter
-        adapter.use_state(AccountState(self.ctx.store, adapter.channel, self.ctx.clock))
+        adapter.use_state(
+            AccountState(self.ctx.store, adapter.channel, self.ctx.clock, holder=self.instance)
+        )
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self, *, wait_for_link: bool = False) -> None:

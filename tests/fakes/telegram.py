@@ -114,6 +114,8 @@ class _Inbox:
     updates: list[dict[str, Any]] = field(default_factory=list)
     next_id: int = 1
     arrived: asyncio.Event = field(default_factory=asyncio.Event)
+    polling: asyncio.Event | None = None
+    """Set to end the long poll in progress: a newer getUpdates terminated it (409)."""
 
 
 class HtmlCheck(HTMLParser):
@@ -166,6 +168,8 @@ class FakeTelegram:
         self.outages: dict[str, Fault] = {}
         self.reject_html = False
         """Answer every HTML message with "can't parse entities", whatever its tags."""
+        self.conflicts = 0
+        """getUpdates calls of a live poller ended with 409 because another one started."""
         self.held: dict[str, int] = {}
         """method -> how many more calls go through before the next ones are held."""
         self._release = asyncio.Event()
@@ -425,7 +429,11 @@ class FakeTelegram:
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found")
-        return await handler(bot, params)
+        response = await handler(bot, params)
+        alive = request.transport is not None and not request.transport.is_closing()
+        if method == "getUpdates" and response.status == 409 and alive:
+            self.conflicts += 1  # a poller that is still there was cut off by another one
+        return response
 
     def _take_fault(self, method: str, token: str) -> Fault | None:
         if method in self.outages:
@@ -447,18 +455,31 @@ class FakeTelegram:
 
     async def _m_getUpdates(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
         inbox = self._inboxes[bot.token]
-        offset = int(params.get("offset") or 0)
-        if offset:
-            inbox.updates = [u for u in inbox.updates if u["update_id"] >= offset]
-        timeout = float(params.get("timeout") or 0)
-        if not inbox.updates and timeout > 0 and not self._closing:
-            inbox.arrived.clear()
-            try:
-                await asyncio.wait_for(inbox.arrived.wait(), timeout)
-            except TimeoutError:
-                pass
-        limit = int(params.get("limit") or 100)
-        return _ok(inbox.updates[:limit])
+        if inbox.polling is not None:
+            # As Telegram does: a second getUpdates ends the one in progress with a 409.
+            inbox.polling.set()
+        terminated = inbox.polling = asyncio.Event()
+        try:
+            offset = int(params.get("offset") or 0)
+            if offset:
+                inbox.updates = [u for u in inbox.updates if u["update_id"] >= offset]
+            timeout = float(params.get("timeout") or 0)
+            if not inbox.updates and timeout > 0 and not self._closing:
+                inbox.arrived.clear()
+                arrived = asyncio.ensure_future(inbox.arrived.wait())
+                ended = asyncio.ensure_future(terminated.wait())
+                await asyncio.wait({arrived, ended}, timeout=timeout,
+                                   return_when=asyncio.FIRST_COMPLETED)
+                arrived.cancel()
+                ended.cancel()
+            if terminated.is_set():
+                return _error(409, "Conflict: terminated by other getUpdates request; make "
+                              "sure that only one bot instance is running")
+            limit = int(params.get("limit") or 100)
+            return _ok(inbox.updates[:limit])
+        finally:
+            if inbox.polling is terminated:
+                inbox.polling = None
 
     async def _m_deleteWebhook(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
         self.webhooks.pop(bot.token, None)

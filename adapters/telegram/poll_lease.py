@@ -1,0 +1,134 @@
+"""One poller per bot token across all bridge instances, and no update lost to a kill -9.
+
+Telegram lets exactly one `getUpdates` loop run per token: a second one makes the first
+fail with HTTP 409. So with several bridge instances, polling runs under a lease in the
+store; the others stand by and take over within `POLL_LEASE_TTL` + `STANDBY_RETRY`
+seconds when the poller dies.
+
+python-telegram-bot confirms a batch of updates (by asking for the next offset) as soon as
+it has fetched it, before the handler has relayed it. `UpdateJournal` writes every fetched
+update to the store before python-telegram-bot sees it and crosses it off once relayed; the
+next poller replays what is left. The core drops messages it relayed already, so a replay
+never doubles one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from bridge.background import Background
+from bridge.core.account_state import AccountState
+
+log = logging.getLogger(__name__)
+
+POLL_LEASE_TTL = 10.0
+STANDBY_RETRY = 2.0
+
+
+class UpdateJournal:
+    """Fetched updates not yet relayed, in the store (written only by the lease holder)."""
+
+    def __init__(self, state: AccountState) -> None:
+        self.state = state
+
+    async def _ids(self) -> list[int]:
+        found = await self.state.get("journal")
+        return [int(i) for i in (found or {}).get("ids", [])]
+
+    async def keep(self, updates: list[dict[str, Any]]) -> None:
+        """Before python-telegram-bot sees a batch (and confirms it with its next poll)."""
+        fresh = [u for u in updates if isinstance(u.get("update_id"), int)]
+        if not fresh:
+            return
+        for update in fresh:
+            await self.state.put(f"update:{update['update_id']}", {"update": update})
+        ids = await self._ids()
+        known = set(ids)
+        ids += [u["update_id"] for u in fresh if u["update_id"] not in known]
+        await self.state.put("journal", {"ids": ids})
+
+    async def done(self, update_id: int) -> None:
+        ids = await self._ids()
+        if update_id in ids:
+            ids.remove(update_id)
+            await self.state.put("journal", {"ids": ids})
+
+    async def waiting(self) -> list[dict[str, Any]]:
+        """Updates a previous poller fetched but did not relay, oldest first."""
+        updates = []
+        for update_id in sorted(await self._ids()):
+            found = await self.state.get(f"update:{update_id}")
+            if found and isinstance(found.get("update"), dict):
+                updates.append(found["update"])
+            else:
+                await self.done(update_id)
+        return updates
+
+
+class PollLease:
+    """Starts polling while this instance holds the account's poll lease, stops when not."""
+
+    def __init__(
+        self,
+        state: AccountState,
+        account: str,
+        *,
+        start_polling: Callable[[], Awaitable[None]],
+        stop_polling: Callable[[], Awaitable[None]],
+        ttl: float = POLL_LEASE_TTL,
+        standby_retry: float = STANDBY_RETRY,
+    ) -> None:
+        self.state = state
+        self.account = account
+        self.start_polling = start_polling
+        self.stop_polling = stop_polling
+        self.ttl = ttl
+        self.standby_retry = standby_retry
+        self.polling = False
+        self._background = Background(f"telegram:{account} poll lease")
+
+    async def start(self) -> None:
+        """Poll at once when the lease is free (a single instance starts polling here)."""
+        lease = await self.state.lease("poll", self.ttl)
+        self._background.spawn(self._run(lease), name=f"telegram:{self.account}:poll-lease")
+
+    async def stop(self) -> None:
+        await self._background.cancel_all()
+
+    async def _run(self, lease: Any) -> None:
+        told_standby = False
+        while True:
+            if lease is None:
+                if not told_standby:
+                    log.info("telegram:%s: another bridge instance polls this bot; standing by",
+                             self.account)
+                    told_standby = True
+                await asyncio.sleep(self.standby_retry)
+                lease = await self.state.lease("poll", self.ttl)
+                continue
+            told_standby = False
+            try:
+                await self.start_polling()
+                self.polling = True
+                log.info("telegram:%s polls (lease %s)", self.account, lease.token)
+                while True:
+                    await asyncio.sleep(self.ttl / 3)
+                    if not await self.state.renew(lease, self.ttl):
+                        log.warning("telegram:%s lost its poll lease; stopping polling",
+                                    self.account)
+                        break
+            except asyncio.CancelledError:
+                # An orderly stop: hand the token to a standby at once, not after the TTL.
+                await self._stop_polling()
+                await self.state.release(lease)
+                raise
+            await self._stop_polling()
+            lease = None
+
+    async def _stop_polling(self) -> None:
+        if self.polling:
+            self.polling = False
+            await self.stop_polling()
