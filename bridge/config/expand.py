@@ -162,11 +162,16 @@ class _Resolver:
         return key not in declared and key.removesuffix(FILE_SUFFIX) in declared
 
     def _read(self, raw_path: str, loc: Loc) -> str | None:
-        path = Path(raw_path).expanduser()
-        if not path.is_absolute():
-            path = Path(self.doc.file).parent / path
+        path = Path(raw_path)
         try:
+            path = path.expanduser()
+            if not path.is_absolute():
+                path = Path(self.doc.file).parent / path
             return read_secret_file(path)
+        except ValueError:  # a NUL in the path: no file system can open it
+            problem = "not a usable file path (it contains a NUL character)"
+            self.issues.append(self.doc.issue(loc, f"cannot read secret file: {problem}"))
+            return None
         except FileNotFoundError:
             problem = "file not found"
         except IsADirectoryError:

@@ -137,3 +137,18 @@ def test_file_keys_in_free_form_mappings(write_config, tmp_path: Path) -> None:
 @given(st.text(alphabet=st.characters(blacklist_characters="$"), max_size=50))
 def test_text_without_references_is_unchanged(text: str) -> None:
     assert expand_env(text, {}) == text
+
+
+def test_a_secret_file_path_with_a_nul_is_a_clear_error(tmp_path) -> None:
+    """Found by the any-shape property test: `token_file: "\\x00"` raised ValueError."""
+    from bridge.config import ConfigError
+    from bridge.config.schema import load_config
+
+    config = tmp_path / "bridge.yaml"
+    config.write_text('hub:\nbcn:\n  token_file: "\\0"\n', encoding="utf-8")
+    try:
+        load_config(config)
+    except ConfigError as exc:
+        assert "NUL character" in str(exc) and "bcn.token_file" in str(exc)
+    else:
+        raise AssertionError("a NUL in a file path must be refused")
