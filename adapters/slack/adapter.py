@@ -109,7 +109,8 @@ class SlackAdapter(Adapter):
         self._queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]] | None = None
         self._worker = Background(self.channel)
         self._people = People(self._web, account, ttl=config.name_cache_seconds)
-        self._pacer = Pacer(config.edits_per_minute)
+        self.pacer = Pacer(config.edits_per_minute)
+        """Turns for `chat.update` across the whole workspace."""
         self._bound_chats: set[str] = set()
         self._channels_seen: set[str] = set()
         self.route: EventsRoute | None = None
@@ -140,6 +141,7 @@ class SlackAdapter(Adapter):
             await self.stop()
             raise
         self._client = client
+        self._people.remember({"id": identity.user_id, "name": identity.name, "is_bot": True})
         for warning in scope_warnings(identity, self.account):
             log.warning(warning)
         app = build_app(client, name=self.channel, receive=self._receive)
@@ -366,7 +368,7 @@ class SlackAdapter(Adapter):
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
         if ref.message_id.startswith(COMMAND_PREFIX):
             return  # an answer given through a response_url has no message to edit
-        await self._pacer.wait()
+        await self.pacer.wait()
         try:
             await self._web().chat_update(
                 channel=ref.chat_id,
@@ -375,7 +377,7 @@ class SlackAdapter(Adapter):
             )
         except CALL_ERRORS as exc:
             if is_rate_limited(exc):
-                self._pacer.hold(retry_after_seconds(getattr(exc, "response", None)) or 1.0)
+                self.pacer.hold(retry_after_seconds(getattr(exc, "response", None)) or 1.0)
             raise send_error(exc, "chat.update") from exc
 
     async def delete(self, ref: PlatformRef) -> None:

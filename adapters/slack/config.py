@@ -85,6 +85,13 @@ class SlackAccountConfig(BaseModel):
             )
         return value
 
+    @field_validator("signing_secret")
+    @classmethod
+    def _secret_not_blank(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and not value.get_secret_value().strip():
+            raise ValueError("the signing secret is empty")
+        return value
+
     @field_validator("api_base_url")
     @classmethod
     def _api_root(cls, value: str) -> str:

@@ -35,6 +35,10 @@ class Pacer:
     def _now(self) -> float:
         return self._clock() if self._clock is not None else asyncio.get_running_loop().time()
 
+    def wait_time(self) -> float:
+        """Seconds until the next caller's turn (0 when a call may go now)."""
+        return max(0.0, self._theoretical - self.tolerance - self._now())
+
     async def wait(self) -> None:
         """Return when the next call may go; callers get their turns in the order they came."""
         async with self._turns:

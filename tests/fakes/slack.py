@@ -142,6 +142,7 @@ class FakeSlack:
         self.bot_user_id, self.bot_id, self.app_id = "UBRIDGE", "BBRIDGE", "A0FAKE"
         self.bot_name = "bcn-bridge"
         self.users: dict[str, dict[str, Any]] = {}
+        self.add_user(self.bot_user_id, self.bot_name, is_bot=True)
         self.channels: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.calls: list[Call] = []
@@ -155,15 +156,20 @@ class FakeSlack:
         self.events_url: str | None = None
         """HTTP mode: the bridge's Request URL; None delivers over Socket Mode."""
         self.connections_opened = 0
+        """`apps.connections.open` calls answered (each gives one ticket)."""
+        self.sockets_opened = 0
+        """Socket Mode connections accepted."""
         self.url = ""
         self._sockets: list[web.WebSocketResponse] = []
         self._tickets: set[str] = set()
         self._envelopes: dict[str, Delivery] = {}
+        self._sent_on: dict[int, list[Delivery]] = {}
         self._response_uses: dict[str, int] = defaultdict(int)
         self._echoes = itertools.count()
         self._ts = itertools.count(1)
         self._changed = asyncio.Event()
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._closing = False
         self._runner: web.AppRunner | None = None
         self._session: aiohttp.ClientSession | None = None
         app = web.Application()
@@ -189,11 +195,12 @@ class FakeSlack:
         return self.url
 
     async def stop(self) -> None:
+        self._closing = True
+        for socket in list(self._sockets):
+            await socket.close()
         for task in list(self._tasks):
             task.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)
-        for socket in list(self._sockets):
-            await socket.close()
         if self._session is not None:
             await self._session.close()
             self._session = None
@@ -395,7 +402,9 @@ class FakeSlack:
         }
         if retry_attempt is not None:
             envelope.update(retry_attempt=retry_attempt, retry_reason="timeout")
-        await self._live_sockets()[-1].send_json(envelope)
+        socket = self._live_sockets()[-1]
+        self._sent_on.setdefault(id(socket), []).append(delivery)
+        await socket.send_json(envelope)
 
     async def _link(self, request: web.Request) -> web.StreamResponse:
         ticket = request.query.get("ticket", "")
@@ -405,6 +414,7 @@ class FakeSlack:
         socket = web.WebSocketResponse(autoping=True)
         await socket.prepare(request)
         self._sockets.append(socket)
+        self.sockets_opened += 1
         await socket.send_json({
             "type": "hello", "num_connections": self.connected,
             "debug_info": {"host": "fake-slack", "approximate_connection_time": 18060},
@@ -420,8 +430,18 @@ class FakeSlack:
             if delivery is not None:
                 delivery.acked.set()
             self._notify()
+        self._retry_unacked(self._sent_on.pop(id(socket), []))
         self._notify()
         return socket
+
+    def _retry_unacked(self, sent: list[Delivery]) -> None:
+        """Envelopes a closed connection never acked go out again, as Slack retries them."""
+        for delivery in sent:
+            if self._closing or delivery.acked.is_set() or delivery.kind != "events_api":
+                continue
+            task = asyncio.create_task(self.redeliver(delivery))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     # -- HTTP mode ---------------------------------------------------------------------------
 

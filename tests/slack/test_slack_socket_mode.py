@@ -1,0 +1,93 @@
+"""Socket Mode through slack_sdk's client: hello, acks, reconnects, and start failures."""
+
+from __future__ import annotations
+
+import pytest
+from slack_support import ADA, CHANNEL, SECRETS, MakeAdapter, Sink, account_config
+
+from adapters.slack import SlackAdapter
+from adapters.slack.errors import SlackStartError
+from tests.fakes.slack import FakeSlack
+
+
+async def test_start_opens_one_connection_and_every_envelope_is_acked(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    await make_adapter()
+    deliveries = [await fake.push(fake.human_message(CHANNEL, ADA, f"m{n}")) for n in range(3)]
+
+    await sink.wait_for(3)
+    for delivery in deliveries:
+        await fake.acked(delivery)
+
+    assert fake.connections_opened == 1 and fake.connected == 1
+    assert [call.token for call in fake.calls_to("apps.connections.open")] == [fake.app_token]
+    assert sink.texts() == ["m0", "m1", "m2"]
+
+
+async def test_a_disconnect_request_opens_a_new_connection(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    await make_adapter()
+
+    await fake.disconnect("refresh_requested")
+    await fake.wait_until(lambda: fake.sockets_opened == 2 and fake.connected == 1)
+    await fake.push(fake.human_message(CHANNEL, ADA, "after the refresh"))
+
+    [inbound] = await sink.wait_for(1)
+    assert inbound.text == "after the refresh"
+
+
+async def test_a_dropped_connection_is_reopened(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    await make_adapter()
+
+    await fake.drop_connections()
+    await fake.wait_until(lambda: fake.sockets_opened == 2 and fake.connected == 1)
+    await fake.push(fake.human_message(CHANNEL, ADA, "after the drop"))
+
+    [inbound] = await sink.wait_for(1)
+    assert inbound.text == "after the drop"
+
+
+async def test_events_sent_while_disconnected_arrive_after_the_reconnect(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    await make_adapter()
+    await fake.drop_connections()
+
+    delivery = await fake.push(fake.human_message(CHANNEL, ADA, "queued by Slack"))
+
+    [inbound] = await sink.wait_for(1)
+    await fake.acked(delivery)
+    assert inbound.text == "queued by Slack"
+    assert fake.connections_opened == 2
+
+
+@pytest.mark.parametrize("which", ["bot_token", "app_token"])
+async def test_a_rejected_token_stops_the_start_with_one_clear_line(
+    fake: FakeSlack, which: str
+) -> None:
+    wrong = {"bot_token": "xoxb-9999-wrong-token", "app_token": "xapp-1-AWRONG-wrong-token"}
+    adapter = SlackAdapter("main", account_config(fake, **{which: wrong[which]}), Sink())
+
+    with pytest.raises(SlackStartError) as raised:
+        await adapter.start()
+
+    message = str(raised.value)
+    assert f"check accounts.slack.main.{which}" in message
+    assert raised.value.__cause__ is None and raised.value.__context__ is None
+    for secret in (*SECRETS, wrong[which]):
+        assert secret not in message
+    assert fake.connected == 0
+    await adapter.stop()
+
+
+async def test_slack_unreachable_at_start_is_a_start_error(fake: FakeSlack) -> None:
+    adapter = SlackAdapter("main", account_config(fake), Sink())
+    await fake.stop()
+
+    with pytest.raises(SlackStartError, match=r"auth\.test failed"):
+        await adapter.start()
+    await adapter.stop()
