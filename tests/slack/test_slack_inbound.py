@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 
 import pytest
@@ -20,6 +21,7 @@ from slack_support import (
 
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
+from bridge.core.model import Inbound
 from bridge.store.memory import MemoryStore
 from tests.fakes.slack import FakeSlack
 
@@ -286,3 +288,28 @@ async def test_each_channel_is_logged_once_with_its_id(
         f'slack:main was added to channel {OTHER_CHANNEL} "#random" '
         f'(not bound; bind it with chat: "{OTHER_CHANNEL}")',
     ]
+
+
+async def test_an_event_is_acked_before_it_is_relayed(
+    fake: FakeSlack, make_adapter: MakeAdapter
+) -> None:
+    held, both = asyncio.Event(), asyncio.Event()
+    relayed: list[str] = []
+
+    async def slow_sink(inbound: Inbound) -> None:
+        await held.wait()  # the core is busy (the BCN link is slow, say)
+        relayed.append(inbound.text)
+        if len(relayed) == 2:
+            both.set()
+
+    adapter = await make_adapter()
+    adapter.sink = slow_sink
+    event = await fake.push(fake.human_message(CHANNEL, ADA, "ack me first"))
+    command = await fake.push_command("/requests", "", user=ADA, channel=CHANNEL)
+
+    await fake.acked(event)
+    await fake.acked(command)
+    assert relayed == []
+    held.set()
+    await asyncio.wait_for(both.wait(), 10)
+    assert relayed == ["ack me first", "/requests"]

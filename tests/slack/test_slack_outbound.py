@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import logging
+from datetime import UTC, datetime
 
 import pytest
-from slack_support import CHANNEL, SECRETS, MakeAdapter, binding, outbound
+from slack_support import (
+    CHANNEL,
+    SECRETS,
+    MakeAdapter,
+    Sink,
+    binding,
+    outbound,
+    relayed_after,
+)
 
 from bridge.core.adapter import PermanentSendError, TransientSendError
 from bridge.core.model import PlatformRef
+from bridge.core.outbox import Lane, Outbox
+from bridge.store.memory import MemoryStore
+from bridge.store.relay import OutboxItem
 from tests.fakes.slack import FakeSlack
 
 
@@ -163,3 +175,24 @@ async def test_no_token_or_secret_reaches_the_log(
     for secret in SECRETS:
         assert secret not in caplog.text
     assert "ticket=" in caplog.text and "ticket=<redacted>" in caplog.text
+
+
+async def test_a_streamed_reply_that_shrinks_deletes_its_leftover_parts(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    adapter = await make_adapter()
+    store = MemoryStore()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (adapter, binding()),
+                    clock=lambda: datetime.now(UTC))
+    lane = Lane("slack:main", CHANNEL).key
+
+    await outbox.put(OutboxItem(lane, "delta", "Echo", ["one", "two", "three"], run_id="r1"))
+    await outbox.wait_idle()
+    assert fake.texts(CHANNEL) == ["one", "two", "three"]
+    await outbox.put(OutboxItem(lane, "final", "Echo", ["all in one"], run_id="r1"))
+    await outbox.wait_idle()
+    await outbox.stop()
+
+    assert fake.texts(CHANNEL) == ["all in one"]
+    assert len(fake.calls_to("chat.delete")) == 2
+    assert await relayed_after(fake, sink) == []  # the deletes come back as the app's own
