@@ -121,13 +121,12 @@ class SlackAdapter(Adapter):
 
     async def start(self) -> None:
         settings = self.settings
-        protect_secrets(
-            *(
-                secret.get_secret_value()
-                for secret in (settings.bot_token, settings.app_token, settings.signing_secret)
-                if secret is not None
-            ),
-        )
+        secrets = [
+            secret.get_secret_value()
+            for secret in (settings.bot_token, settings.app_token, settings.signing_secret)
+            if secret is not None
+        ]
+        protect_secrets(secrets)
         self._session = aiohttp.ClientSession()
         client = AsyncWebClient(
             token=settings.bot_token.get_secret_value(),
@@ -162,6 +161,7 @@ class SlackAdapter(Adapter):
                 await self.stop()
                 raise
             self._socket = connection
+        protect_secrets(secrets, loggers=[self.channel])  # the loggers Bolt has made since
         self._app = app
         log.info(
             "slack:%s connected as @%s (user %s, bot %s) in %s (%s), %s mode",

@@ -92,12 +92,15 @@ class People:
         self._people: dict[str, tuple[float, Person]] = {}
         self._channels: dict[str, tuple[float, str]] = {}
         self._failed_once = False
+        self._changes = 0
+        self._snapshot: tuple[int, PeopleDirectory] | None = None
 
     def remember(self, user: Mapping[str, Any]) -> Person | None:
         """Keep a user object an event already carried; saves a `users.info` call."""
         person = person_from(user)
         if person is not None:
             self._people[person.id] = (self.clock() + self.ttl, person)
+            self._changes += 1
         return person
 
     async def person(self, user_id: str) -> Person | None:
@@ -130,6 +133,7 @@ class People:
         if not name:
             return None
         self._channels[channel_id] = (self.clock() + self.ttl, str(name))
+        self._changes += 1
         return str(name)
 
     async def learn_text(self, text: str) -> None:
@@ -141,10 +145,15 @@ class People:
                 await self.channel_name(channel_id)
 
     def directory(self) -> PeopleDirectory:
-        now = self.clock()
-        people = [person for expires, person in self._people.values() if expires > now]
-        channels = {cid: name for cid, (expires, name) in self._channels.items() if expires > now}
-        return PeopleDirectory(people, channels)
+        """Everyone known, as a Directory; rebuilt only after something new was learnt (the
+        core asks for it on every streamed preview)."""
+        if self._snapshot is not None and self._snapshot[0] == self._changes:
+            return self._snapshot[1]
+        people = [person for _, person in self._people.values()]
+        channels = {channel_id: name for channel_id, (_, name) in self._channels.items()}
+        directory = PeopleDirectory(people, channels)
+        self._snapshot = (self._changes, directory)
+        return directory
 
     def _lookup_failed(self, method: str, item: str, exc: BaseException) -> None:
         """Said once at warning level (usually a missing scope), then at debug."""

@@ -10,6 +10,7 @@ shapes of Slack tokens and tickets, and the Slack loggers are filtered.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from bridge.logs import REDACTOR, protect_loggers
 
@@ -22,10 +23,13 @@ SOCKET_TICKET = re.compile(r"(?<=ticket=)[^&\s'\"]+")
 _LOGGERS = ("slack_bolt", "slack_sdk", "aiohttp")
 
 
-def protect_secrets(*secrets: str | None) -> None:
-    """Register this account's secrets and make sure every logger that can see them is
-    filtered."""
+def protect_secrets(secrets: Iterable[str | None], loggers: Iterable[str] = ()) -> None:
+    """Register an account's secrets and filter every logger that can see them.
+
+    A logger's filter only covers that very logger, and Bolt creates some of its loggers
+    lazily, so call this again once the app exists; `loggers` adds the Bolt app's own.
+    """
     REDACTOR.add(secrets)
     REDACTOR.add_pattern(SLACK_TOKEN)
     REDACTOR.add_pattern(SOCKET_TICKET)
-    protect_loggers(_LOGGERS)
+    protect_loggers((*_LOGGERS, *loggers))

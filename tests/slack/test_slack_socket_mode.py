@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 from slack_support import ADA, CHANNEL, SECRETS, MakeAdapter, Sink, account_config
 
@@ -91,3 +93,15 @@ async def test_slack_unreachable_at_start_is_a_start_error(fake: FakeSlack) -> N
     with pytest.raises(SlackStartError, match=r"auth\.test failed"):
         await adapter.start()
     await adapter.stop()
+
+
+async def test_an_exported_slack_bot_token_does_not_make_bolt_complain(
+    fake: FakeSlack, make_adapter: MakeAdapter, monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.setenv("SLACK_BOT_TOKEN", fake.bot_token)  # as docs/slack.md suggests
+    caplog.set_level(logging.WARNING)
+
+    await make_adapter()
+
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("slack_bolt")] == []
