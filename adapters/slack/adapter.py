@@ -62,7 +62,7 @@ from adapters.slack.startup import Identity, identify, scope_warnings
 from bridge.background import Background
 from bridge.core.adapter import Adapter, Capabilities, InboundSink
 from bridge.core.binding import Binding
-from bridge.core.model import Outbound, PlatformRef, Sender
+from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
 
 if TYPE_CHECKING:
     from bridge.web.server import WebServer
@@ -378,6 +378,13 @@ class SlackAdapter(Adapter):
         except CALL_ERRORS as exc:
             if is_rate_limited(exc):
                 self.pacer.hold(retry_after_seconds(getattr(exc, "response", None)) or 1.0)
+            if is_gone(exc) and out.kind is OutboundKind.FINAL:
+                # Someone deleted the streamed preview: the finished reply is posted anew
+                # rather than lost with it.
+                log.info("slack:%s a reply's preview was deleted; posting the reply anew",
+                         self.account)
+                await self.send(out)
+                return
             raise send_error(exc, "chat.update") from exc
 
     async def delete(self, ref: PlatformRef) -> None:

@@ -17,7 +17,7 @@ from slack_support import (
 )
 
 from bridge.core.adapter import PermanentSendError, TransientSendError
-from bridge.core.model import PlatformRef
+from bridge.core.model import OutboundKind, PlatformRef
 from bridge.core.outbox import Lane, Outbox
 from bridge.store.memory import MemoryStore
 from bridge.store.relay import OutboxItem
@@ -196,3 +196,17 @@ async def test_a_streamed_reply_that_shrinks_deletes_its_leftover_parts(
     assert fake.texts(CHANNEL) == ["all in one"]
     assert len(fake.calls_to("chat.delete")) == 2
     assert await relayed_after(fake, sink) == []  # the deletes come back as the app's own
+
+
+async def test_a_final_whose_preview_was_deleted_is_posted_anew(
+    fake: FakeSlack, make_adapter: MakeAdapter
+) -> None:
+    adapter = await make_adapter()
+    ref = await adapter.send(outbound("streaming…", kind=OutboundKind.DELTA))
+    fake.delete(CHANNEL, ref.message_id)  # a person removes the preview
+
+    with pytest.raises(PermanentSendError, match="message_not_found"):
+        await adapter.edit(ref, outbound("streaming more", kind=OutboundKind.DELTA))
+    await adapter.edit(ref, outbound("the whole reply", kind=OutboundKind.FINAL))
+
+    assert fake.texts(CHANNEL) == ["the whole reply"]
