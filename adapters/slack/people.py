@@ -12,11 +12,12 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.web.async_slack_response import AsyncSlackResponse
 
 from adapters.slack.errors import CALL_ERRORS, describe
 
@@ -24,6 +25,8 @@ log = logging.getLogger(__name__)
 
 USER_TOKEN = re.compile(r"<@([UW][A-Z0-9]+)(?:\|[^>]*)?>")
 CHANNEL_TOKEN = re.compile(r"<#([CGD][A-Z0-9]+)(?:\|[^>]*)?>")
+
+V = TypeVar("V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +77,32 @@ class PeopleDirectory:
         return self._names.get(platform_id)
 
 
+class _Expiring(Generic[V]):
+    """Values that count as fresh for `ttl` seconds; a stale one still beats nothing."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self.ttl = ttl
+        self.clock = clock
+        self.changes = 0
+        self._items: dict[str, tuple[float, V]] = {}
+
+    def fresh(self, key: str) -> V | None:
+        found = self._items.get(key)
+        return found[1] if found is not None and found[0] > self.clock() else None
+
+    def stale(self, key: str) -> V | None:
+        found = self._items.get(key)
+        return found[1] if found is not None else None
+
+    def put(self, key: str, value: V) -> V:
+        self._items[key] = (self.clock() + self.ttl, value)
+        self.changes += 1
+        return value
+
+    def items(self) -> list[tuple[str, V]]:
+        return [(key, value) for key, (_, value) in self._items.items()]
+
+
 class People:
     """The user and channel names one Slack account has looked up, refreshed after `ttl` s."""
 
@@ -87,54 +116,58 @@ class People:
     ) -> None:
         self._client = client
         self.account = account
-        self.ttl = ttl
-        self.clock = clock
-        self._people: dict[str, tuple[float, Person]] = {}
-        self._channels: dict[str, tuple[float, str]] = {}
+        self._people: _Expiring[Person] = _Expiring(ttl, clock)
+        self._channels: _Expiring[str] = _Expiring(ttl, clock)
         self._failed_once = False
-        self._changes = 0
-        self._snapshot: tuple[int, PeopleDirectory] | None = None
+        self._snapshot: tuple[tuple[int, int], PeopleDirectory] | None = None
 
     def remember(self, user: Mapping[str, Any]) -> Person | None:
         """Keep a user object an event already carried; saves a `users.info` call."""
         person = person_from(user)
-        if person is not None:
-            self._people[person.id] = (self.clock() + self.ttl, person)
-            self._changes += 1
-        return person
+        return self._people.put(person.id, person) if person is not None else None
 
     async def person(self, user_id: str) -> Person | None:
-        cached = self._people.get(user_id)
-        if cached is not None and cached[0] > self.clock():
-            return cached[1]
-        try:
-            response = await self._client().users_info(user=user_id)
-        except CALL_ERRORS as exc:
-            self._lookup_failed("users.info", user_id, exc)
-            return cached[1] if cached else None
-        user = response.data.get("user") if isinstance(response.data, dict) else None
-        return self.remember(user) if isinstance(user, Mapping) else None
-
-    async def name(self, user_id: str) -> str:
-        person = await self.person(user_id)
-        return person.name if person is not None else user_id
+        if (known := self._people.fresh(user_id)) is not None:
+            return known
+        data = await self._fetch("users.info", user_id, lambda client: client.users_info(
+            user=user_id))
+        user = data.get("user") if data is not None else None
+        person = person_from(user) if isinstance(user, Mapping) else None
+        if person is None:
+            return self._people.stale(user_id)
+        return self._people.put(user_id, person)
 
     async def channel_name(self, channel_id: str) -> str | None:
-        cached = self._channels.get(channel_id)
-        if cached is not None and cached[0] > self.clock():
-            return cached[1]
-        try:
-            response = await self._client().conversations_info(channel=channel_id)
-        except CALL_ERRORS as exc:
-            self._lookup_failed("conversations.info", channel_id, exc)
-            return cached[1] if cached else None
-        channel = response.data.get("channel") if isinstance(response.data, dict) else None
+        if (known := self._channels.fresh(channel_id)) is not None:
+            return known
+        data = await self._fetch("conversations.info", channel_id, lambda client: (
+            client.conversations_info(channel=channel_id)))
+        channel = data.get("channel") if data is not None else None
         name = channel.get("name") if isinstance(channel, Mapping) else None
         if not name:
+            return self._channels.stale(channel_id)
+        return self._channels.put(channel_id, str(name))
+
+    async def _fetch(
+        self,
+        method: str,
+        item: str,
+        call: Callable[[AsyncWebClient], Awaitable[AsyncSlackResponse]],
+    ) -> Mapping[str, Any] | None:
+        """One lookup's answer; None when it failed (said once at warning level, usually a
+        missing scope, then at debug)."""
+        try:
+            response = await call(self._client())
+        except CALL_ERRORS as exc:
+            level = logging.DEBUG if self._failed_once else logging.WARNING
+            self._failed_once = True
+            log.log(
+                level,
+                "slack:%s %s %s failed (%s); showing the id instead of a name",
+                self.account, method, item, describe(exc),
+            )
             return None
-        self._channels[channel_id] = (self.clock() + self.ttl, str(name))
-        self._changes += 1
-        return str(name)
+        return response.data if isinstance(response.data, dict) else None
 
     async def learn_text(self, text: str) -> None:
         """Look up every user and channel a message's `<@U…>` / `<#C…>` tokens name."""
@@ -147,23 +180,13 @@ class People:
     def directory(self) -> PeopleDirectory:
         """Everyone known, as a Directory; rebuilt only after something new was learnt (the
         core asks for it on every streamed preview)."""
-        if self._snapshot is not None and self._snapshot[0] == self._changes:
+        version = (self._people.changes, self._channels.changes)
+        if self._snapshot is not None and self._snapshot[0] == version:
             return self._snapshot[1]
-        people = [person for _, person in self._people.values()]
-        channels = {channel_id: name for channel_id, (_, name) in self._channels.items()}
-        directory = PeopleDirectory(people, channels)
-        self._snapshot = (self._changes, directory)
+        people = [person for _, person in self._people.items()]
+        directory = PeopleDirectory(people, dict(self._channels.items()))
+        self._snapshot = (version, directory)
         return directory
-
-    def _lookup_failed(self, method: str, item: str, exc: BaseException) -> None:
-        """Said once at warning level (usually a missing scope), then at debug."""
-        level = logging.DEBUG if self._failed_once else logging.WARNING
-        self._failed_once = True
-        log.log(
-            level,
-            "slack:%s %s %s failed (%s); showing the id instead of a name",
-            self.account, method, item, describe(exc),
-        )
 
 
 def _has_label(text: str, channel_id: str) -> bool:

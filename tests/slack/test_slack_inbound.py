@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 import pytest
+from slack_sdk.web.async_client import AsyncWebClient
 from slack_support import (
     ADA,
     CHANNEL,
@@ -19,6 +20,7 @@ from slack_support import (
     relayed_after,
 )
 
+from adapters.slack.people import People
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
 from bridge.core.model import Inbound
@@ -313,3 +315,24 @@ async def test_an_event_is_acked_before_it_is_relayed(
     held.set()
     await asyncio.wait_for(both.wait(), 10)
     assert relayed == ["ack me first", "/requests"]
+
+
+async def test_names_are_refreshed_after_the_cache_time_and_kept_when_a_lookup_fails(
+    fake: FakeSlack,
+) -> None:
+    now = [0.0]
+    client = AsyncWebClient(token=fake.bot_token, base_url=fake.api_url)
+    people = People(lambda: client, "main", ttl=60, clock=lambda: now[0])
+
+    first = await people.person(ADA)
+    fake.users[ADA]["profile"]["display_name"] = "Ada L."
+    cached = await people.person(ADA)
+    now[0] = 61
+    refreshed = await people.person(ADA)
+    now[0] = 200
+    fake.rate_limit("users.info")
+    during_a_rate_limit = await people.person(ADA)
+
+    names = [p.name if p else None for p in (first, cached, refreshed, during_a_rate_limit)]
+    assert names == ["Ada", "Ada", "Ada L.", "Ada L."]
+    assert len(fake.calls_to("users.info")) == 3

@@ -27,30 +27,22 @@ async def test_start_opens_one_connection_and_every_envelope_is_acked(
     assert sink.texts() == ["m0", "m1", "m2"]
 
 
-async def test_a_disconnect_request_opens_a_new_connection(
-    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+@pytest.mark.parametrize("interruption", ["disconnect", "drop"])
+async def test_a_new_connection_is_opened_when_slack_asks_or_the_old_one_drops(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink, interruption: str
 ) -> None:
     await make_adapter()
 
-    await fake.disconnect("refresh_requested")
+    if interruption == "disconnect":
+        await fake.disconnect("refresh_requested")  # as Slack does every few hours
+    else:
+        await fake.drop_connections()
     await fake.wait_until(lambda: fake.sockets_opened == 2 and fake.connected == 1)
-    await fake.push(fake.human_message(CHANNEL, ADA, "after the refresh"))
+    await fake.push(fake.human_message(CHANNEL, ADA, f"after the {interruption}"))
 
     [inbound] = await sink.wait_for(1)
-    assert inbound.text == "after the refresh"
-
-
-async def test_a_dropped_connection_is_reopened(
-    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
-) -> None:
-    await make_adapter()
-
-    await fake.drop_connections()
-    await fake.wait_until(lambda: fake.sockets_opened == 2 and fake.connected == 1)
-    await fake.push(fake.human_message(CHANNEL, ADA, "after the drop"))
-
-    [inbound] = await sink.wait_for(1)
-    assert inbound.text == "after the drop"
+    assert inbound.text == f"after the {interruption}"
+    assert fake.connections_opened == 2  # a fresh ticket from apps.connections.open
 
 
 async def test_events_sent_while_disconnected_arrive_after_the_reconnect(
