@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.web.server import check_route_path
+
 SLACK_API = "https://slack.com/api/"
 
 EDITS_PER_MINUTE = 50
@@ -100,12 +102,7 @@ class SlackAccountConfig(BaseModel):
         # slack_sdk appends method names directly ("…/api/" + "chat.postMessage").
         return value if value.endswith("/") else value + "/"
 
-    @field_validator("path")
-    @classmethod
-    def _absolute_path(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError('expected a path starting with "/"')
-        return value
+    _route_path = field_validator("path")(check_route_path)
 
     @field_validator("icons")
     @classmethod
