@@ -312,3 +312,19 @@ async def test_a_long_reply_is_split_at_4000_characters_outside_code_blocks(
     assert all(len(part) <= 4000 for part in parts)
     assert all(part.count("```") % 2 == 0 for part in parts)  # no part opens a fence it leaves
     assert " ".join(parts).replace("```", "").split() == text.replace("```", "").split()
+
+
+async def test_one_message_in_two_events_is_answered_once(
+    start_system: Callable[..., Any],
+) -> None:
+    system = await start_system(stream=False)
+    fake = system.slack
+    message = fake.human_message(CHANNEL, ADA, "said once, sent twice")
+
+    await fake.push(message)
+    await fake.push(dict(message))  # a new event id: only (channel, ts) tells them apart
+    await fake.push(fake.human_message(CHANNEL, ADA, "the next one"))
+
+    await system.shown(lambda m: "the next one" in said_by(m, "Echo"))
+    await system.settled()
+    assert said_by(fake.posts(CHANNEL), "Echo") == ["said once, sent twice", "the next one"]

@@ -336,3 +336,20 @@ async def test_names_are_refreshed_after_the_cache_time_and_kept_when_a_lookup_f
     names = [p.name if p else None for p in (first, cached, refreshed, during_a_rate_limit)]
     assert names == ["Ada", "Ada", "Ada L.", "Ada L."]
     assert len(fake.calls_to("users.info")) == 3
+
+
+async def test_an_integrations_bot_message_is_a_bot_under_its_username(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    await make_adapter()
+    event = {"type": "message", "subtype": "bot_message", "bot_id": "B0HOOK",
+             "username": "Deploy Hook", "text": "deployed *v2*", "ts": fake.next_ts(),
+             "channel": CHANNEL}
+
+    await fake.push(event)
+    [inbound] = await sink.wait_for(1)
+
+    assert (inbound.sender.id, inbound.sender.name, inbound.sender.is_bot) == (
+        "B0HOOK", "Deploy Hook", True,
+    )
+    assert inbound.text == "deployed **v2**"
