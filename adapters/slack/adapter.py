@@ -174,8 +174,9 @@ class SlackAdapter(Adapter):
         socket, self._socket = self._socket, None
         if socket is not None:
             await socket.close()
-        queue, self._queue = self._queue, None
+        queue = self._queue
         if queue is not None:
+            # Still taking what Bolt acked a moment ago (an HTTP request in flight).
             try:
                 await asyncio.wait_for(queue.join(), DRAIN_SECONDS)
             except TimeoutError:
@@ -183,6 +184,7 @@ class SlackAdapter(Adapter):
                     "slack:%s stopped with %d acked event(s) not relayed",
                     self.account, queue.qsize(),
                 )
+        self._queue = None
         await self._worker.cancel_all()
         session, self._session = self._session, None
         if session is not None:
@@ -224,8 +226,11 @@ class SlackAdapter(Adapter):
 
     def _receive(self, kind: PayloadKind, body: dict[str, Any]) -> None:
         """Bolt's listeners hand every acked payload here; the worker relays them in order."""
-        if self._queue is not None:
-            self._queue.put_nowait((kind, body))
+        if self._queue is None:
+            log.warning("slack:%s got a %s after it stopped; it is not relayed", self.account,
+                        kind)
+            return
+        self._queue.put_nowait((kind, body))
 
     async def _work(self, queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]]) -> None:
         while True:

@@ -123,3 +123,17 @@ async def test_events_before_start_ask_slack_to_retry(fake: FakeSlack, web: WebS
 def test_http_mode_needs_the_web_server(fake: FakeSlack) -> None:
     with pytest.raises(ValueError, match="web server"):
         SlackAdapter("main", account_config(fake, mode="http"), Sink(), web=None)
+
+
+async def test_a_slash_command_over_http_is_acked_and_relayed(
+    fake: FakeSlack, make_adapter: MakeAdapter, web: WebServer, sink: Sink
+) -> None:
+    await start_http(make_adapter, web)
+
+    delivery = await fake.push_command("/ask", f"<@{ADA}|ada> 6 times 7", user=ADA,
+                                       channel=CHANNEL)
+    [inbound] = await sink.wait_for(1)
+
+    assert (delivery.status, delivery.text) == (200, "")
+    assert inbound.text == "/ask @Ada 6 times 7"
+    assert inbound.message_id.startswith("command-") and inbound.chat_id == CHANNEL
