@@ -161,7 +161,8 @@ class SlackAdapter(Adapter):
                 await self.stop()
                 raise
             self._socket = connection
-        protect_secrets(secrets, loggers=[self.channel])  # the loggers Bolt has made since
+        # The loggers Bolt and slack_sdk have made since.
+        protect_secrets(secrets, loggers=[self.channel, SocketConnection.logger_name(self.account)])
         self._app = app
         log.info(
             "slack:%s connected as @%s (user %s, bot %s) in %s (%s), %s mode",

@@ -97,3 +97,25 @@ async def test_an_exported_slack_bot_token_does_not_make_bolt_complain(
     await make_adapter()
 
     assert [r.getMessage() for r in caplog.records if r.name.startswith("slack_bolt")] == []
+
+
+@pytest.mark.slow  # slack_sdk retries a failed reconnect every ping_interval
+async def test_an_outage_while_reconnecting_delays_events_and_loses_none(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO)
+    await make_adapter(ping_interval=2)
+    fake.fail("apps.connections.open", "internal_error", status=500, times=2)
+
+    await fake.drop_connections()
+    delivery = await fake.push(fake.human_message(CHANNEL, ADA, "through the outage"))
+
+    [inbound] = await sink.wait_for(1)
+    await fake.acked(delivery)
+    assert inbound.text == "through the outage"
+    assert len(fake.calls_to("apps.connections.open")) >= 4  # start, two refused, then one
+    lost = [r for r in caplog.records if "lost its Socket Mode connection" in r.getMessage()]
+    back = [r for r in caplog.records if "connected again after" in r.getMessage()]
+    assert len(lost) == 1 and lost[0].levelno == logging.WARNING
+    assert len(back) == 1
+    assert [r for r in caplog.records if r.levelno >= logging.ERROR] == []
