@@ -143,7 +143,7 @@ class SlackAdapter(Adapter):
         self._people.remember({"id": identity.user_id, "name": identity.name, "is_bot": True})
         for warning in scope_warnings(identity, self.account):
             log.warning(warning)
-        app = build_app(client, name=self.channel, receive=self._receive)
+        app = build_app(client, name=self.channel, identity=identity, receive=self._receive)
         self._queue = asyncio.Queue()
         self._worker.spawn(self._work(self._queue), name=f"{self.channel}:events")
         if settings.mode == "socket":

@@ -25,6 +25,7 @@ async def test_start_opens_one_connection_and_every_envelope_is_acked(
     assert fake.connections_opened == 1 and fake.connected == 1
     assert [call.token for call in fake.calls_to("apps.connections.open")] == [fake.app_token]
     assert sink.texts() == ["m0", "m1", "m2"]
+    assert len(fake.calls_to("auth.test")) == 1  # Bolt knows the app from the adapter's call
 
 
 @pytest.mark.parametrize("interruption", ["disconnect", "drop"])
