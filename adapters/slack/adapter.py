@@ -317,10 +317,13 @@ class SlackAdapter(Adapter):
         await self._note_channel(channel)
         if channel not in self._bound_chats:
             if pending is not None:
-                await self._respond(
-                    pending, f"This channel is not connected to a BCN group. Bind it in the "
-                    f'bridge config with `chat: "{channel}"`.', command,
+                problem = await self._respond(
+                    pending, "This channel is not connected to a BCN group. Bind it in the "
+                    f'bridge config with `chat: "{channel}"`.',
                 )
+                if problem is not None:
+                    log.info("slack:%s could not answer %s in unbound channel %s (%s)",
+                             self.account, command, channel, problem)
             return
         user = str(payload.get("user_id") or "")
         await self._people.learn_text(str(payload.get("text") or ""))
@@ -410,26 +413,25 @@ class SlackAdapter(Adapter):
         pending = PendingCommand.from_record(await self.state.get(state_key(out.reply_to)))
         if pending is None:
             return None
-        if not await self._respond(pending, out.text, out.reply_to):
+        problem = await self._respond(pending, out.text)
+        if problem is not None:
+            log.info(
+                "slack:%s could not answer %s through its response_url (%s); posting the "
+                "answer in the channel", self.account, out.reply_to, problem,
+            )
             return None
         await self.state.put(state_key(out.reply_to), {})
         return PlatformRef(chat_id=pending.channel, message_id=out.reply_to)
 
-    async def _respond(self, pending: PendingCommand, text: str, what: str) -> bool:
-        """POST to a command's response_url; False (logged) when Slack does not take it."""
+    async def _respond(self, pending: PendingCommand, text: str) -> str | None:
+        """POST to a command's response_url; what went wrong, or None when Slack took it."""
         hook = AsyncWebhookClient(
             pending.response_url, timeout=self.settings.request_timeout, session=self._session
         )
         try:
             response = await hook.send(text=text, response_type=pending.response_type)
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
-            problem = describe(exc)
-        else:
-            if response.status_code == 200:
-                return True
-            problem = f"HTTP {response.status_code} {str(response.body)[:80]}"
-        log.info(
-            "slack:%s could not answer %s through its response_url (%s); posting it instead",
-            self.account, what, problem,
-        )
-        return False
+            return describe(exc)
+        if response.status_code == 200:
+            return None
+        return f"HTTP {response.status_code} {str(response.body)[:80]}"
