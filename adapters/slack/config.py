@@ -10,11 +10,27 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from bridge.web.server import check_route_path
 
 SLACK_API = "https://slack.com/api/"
+
+TOKEN_SHAPES = {
+    "bot_token": ("xoxb-", "a bot token starting with xoxb- (OAuth & Permissions → Bot User "
+                  "OAuth Token)"),
+    "app_token": ("xapp-", "an app-level token starting with xapp- (Basic Information → "
+                  "App-Level Tokens, scope connections:write)"),
+}
+"""Each token's prefix, and where in the app's settings to find the right one."""
 
 EDITS_PER_MINUTE = 50
 """`chat.update` is a Tier 3 method: about 50 calls a minute per workspace."""
@@ -67,24 +83,12 @@ class SlackAccountConfig(BaseModel):
         3600.0, ge=0, description="How long user and channel names are kept before a refresh."
     )
 
-    @field_validator("bot_token")
+    @field_validator("bot_token", "app_token")
     @classmethod
-    def _bot_token_shape(cls, value: SecretStr) -> SecretStr:
-        if not value.get_secret_value().startswith("xoxb-"):
-            raise ValueError(
-                "expected a bot token starting with xoxb- (OAuth & Permissions → "
-                "Bot User OAuth Token)"
-            )
-        return value
-
-    @field_validator("app_token")
-    @classmethod
-    def _app_token_shape(cls, value: SecretStr | None) -> SecretStr | None:
-        if value is not None and not value.get_secret_value().startswith("xapp-"):
-            raise ValueError(
-                "expected an app-level token starting with xapp- (Basic Information → "
-                "App-Level Tokens, scope connections:write)"
-            )
+    def _token_shape(cls, value: SecretStr | None, info: ValidationInfo) -> SecretStr | None:
+        prefix, what = TOKEN_SHAPES[str(info.field_name)]
+        if value is not None and not value.get_secret_value().startswith(prefix):
+            raise ValueError(f"expected {what}")
         return value
 
     @field_validator("signing_secret")
