@@ -20,6 +20,9 @@ SLACK_TOKEN = re.compile(r"\bxox[abposre]-[A-Za-z0-9-]{8,}|\bxapp-\d-[A-Za-z0-9-
 SOCKET_TICKET = re.compile(r"(?<=ticket=)[^&\s'\"]+")
 """The one-time credential inside a Socket Mode WebSocket URL."""
 
+HOOK_URL = re.compile(r"(?<=hooks\.slack\.com/)[A-Za-z]+/[^\s'\"\\]+")
+"""A slash command's `response_url` (or an incoming webhook): whoever has it may post."""
+
 _LOGGERS = ("slack_bolt", "slack_sdk", "aiohttp")
 
 
@@ -32,4 +35,5 @@ def protect_secrets(secrets: Iterable[str | None], loggers: Iterable[str] = ()) 
     REDACTOR.add(secrets)
     REDACTOR.add_pattern(SLACK_TOKEN)
     REDACTOR.add_pattern(SOCKET_TICKET)
+    REDACTOR.add_pattern(HOOK_URL)
     protect_loggers((*_LOGGERS, *loggers))

@@ -19,7 +19,7 @@ from adapters.slack.errors import send_error
 from adapters.slack.inbound import message_of, thread_of
 from adapters.slack.manifest import BOT_SCOPES, manifest
 from adapters.slack.pacing import Pacer
-from adapters.slack.redaction import SLACK_TOKEN, SOCKET_TICKET
+from adapters.slack.redaction import HOOK_URL, SLACK_TOKEN, SOCKET_TICKET
 from bridge.cli import main
 from bridge.config import ConfigError, load_config
 from bridge.config.sections import CommandNames
@@ -259,10 +259,13 @@ def test_slack_secrets_are_masked_by_shape() -> None:
     redactor = SecretRedactor()
     redactor.add_pattern(SLACK_TOKEN)
     redactor.add_pattern(SOCKET_TICKET)
-    line = f"token {BOT_TOKEN} app {APP_TOKEN} url wss://x/link/?ticket=abc123&app_id=A1"
+    redactor.add_pattern(HOOK_URL)
+    line = (f"token {BOT_TOKEN} app {APP_TOKEN} url wss://x/link/?ticket=abc123&app_id=A1 "
+            "'response_url': 'https://hooks.slack.com/commands/T0/123/aBcDeF'")
 
     assert redactor.redact(line) == (
-        "token <redacted> app <redacted> url wss://x/link/?ticket=<redacted>&app_id=A1"
+        "token <redacted> app <redacted> url wss://x/link/?ticket=<redacted>&app_id=A1 "
+        "'response_url': 'https://hooks.slack.com/<redacted>'"
     )
 
 
