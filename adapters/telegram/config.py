@@ -12,6 +12,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.web.server import check_route_path
+
 TELEGRAM_API = "https://api.telegram.org"
 
 _SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
@@ -69,12 +71,7 @@ class TelegramAccountConfig(BaseModel):
             raise ValueError("expected an http:// or https:// URL")
         return value.rstrip("/") if value else value
 
-    @field_validator("path")
-    @classmethod
-    def _absolute_path(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith("/"):
-            raise ValueError('expected a path starting with "/"')
-        return value
+    _route_path = field_validator("path")(check_route_path)
 
     @model_validator(mode="after")
     def _webhook_needs_url_and_secret(self) -> TelegramAccountConfig:

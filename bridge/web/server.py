@@ -40,6 +40,21 @@ class DebugAccessLogger(AbstractAccessLogger):
         return self.logger.isEnabledFor(logging.DEBUG)
 
 
+def check_route_path(value: str | None) -> str | None:
+    """A route an adapter asks to mount (a webhook path from its config), or ValueError.
+
+    aiohttp reads `{name}` in a path as a variable, so a configured path must not hold
+    braces; it must start with "/" and have no spaces.
+    """
+    if value is None:
+        return value
+    if not value.startswith("/"):
+        raise ValueError('expected a path starting with "/"')
+    if any(char in value for char in "{} \t\n?#"):
+        raise ValueError("a path may not contain braces, spaces, '?' or '#'")
+    return value
+
+
 async def _healthz(request: web.Request) -> web.Response:
     return web.json_response({"status": "ok", "version": __version__})
 

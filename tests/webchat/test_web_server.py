@@ -10,7 +10,15 @@ from aiohttp import web
 
 from bridge import __version__
 from bridge.listen import parse_listen
-from bridge.web.server import WebServer
+from bridge.web.server import WebServer, check_route_path
+
+
+def test_a_configured_route_path_is_absolute_and_has_no_aiohttp_variables() -> None:
+    assert check_route_path("/slack/main/events") == "/slack/main/events"
+    assert check_route_path(None) is None
+    for bad in ("slack/events", "/hooks/{account}", "/a b", "/x?y=1"):
+        with pytest.raises(ValueError):
+            check_route_path(bad)
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,437 @@
+"""The Slack adapter: one app in one workspace, driven by slack-bolt.
+
+Start asks `auth.test` who the app is (its bot ids and scopes), builds the Bolt app around
+the adapter's one `AsyncWebClient`, and then receives either over Socket Mode or on an HTTP
+route of the bridge's web server. Either way Bolt only acks and queues; one worker relays
+the queue in order: a redelivered event is dropped by its event id (kept in the store, so a
+restart or a second instance drops it too), the app's own messages by its bot id, and the
+rest becomes `Inbound`s. Sending never sleeps on a 429 itself, except that edits wait their
+turn in the workspace's `chat.update` pace: the core's outbox owns retries and order, and
+every rate limit becomes a `TransientSendError(retry_after=…)`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import aiohttp
+from pydantic import BaseModel
+from slack_bolt.async_app import AsyncApp
+from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
+
+from adapters.slack.bolt_app import PayloadKind, build_app
+from adapters.slack.commands import (
+    COMMAND_PREFIX,
+    PendingCommand,
+    addressed_command,
+    command_message_id,
+    response_type,
+    state_key,
+)
+from adapters.slack.config import SlackAccountConfig
+from adapters.slack.errors import (
+    CALL_ERRORS,
+    SlackStartError,
+    describe,
+    is_gone,
+    is_rate_limited,
+    retry_after_seconds,
+    send_error,
+)
+from adapters.slack.events_route import EventsRoute
+from adapters.slack.inbound import (
+    CHANNEL_TYPE,
+    SlackMessage,
+    bot_label,
+    command_inbound,
+    is_bot,
+    message_of,
+    sender_id,
+    to_inbound,
+)
+from adapters.slack.outbound import MAX_TEXT, post_fields, shown_text
+from adapters.slack.pacing import Pacer
+from adapters.slack.people import People, PeopleDirectory
+from adapters.slack.redaction import protect_secrets
+from adapters.slack.socket_mode import SocketConnection
+from adapters.slack.startup import Identity, identify, scope_warnings
+from bridge.background import Background
+from bridge.core.adapter import Adapter, Capabilities, InboundSink
+from bridge.core.binding import Binding
+from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
+
+if TYPE_CHECKING:
+    from bridge.web.server import WebServer
+
+log = logging.getLogger(__name__)
+
+DRAIN_SECONDS = 5.0
+"""How long `stop()` waits for acked events still in the queue to be relayed."""
+
+
+class SlackAdapter(Adapter):
+    """Relays the channels one Slack app is in; bots post under their own names."""
+
+    channel_type: ClassVar[str] = CHANNEL_TYPE
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        dialect="slack",
+        max_length=MAX_TEXT,
+        can_edit=True,
+        can_delete=True,
+        custom_sender=True,
+        threads=True,
+        typing=False,
+        min_edit_interval=1.5,
+    )
+    config_model: ClassVar[type[BaseModel]] = SlackAccountConfig
+
+    def __init__(
+        self,
+        account: str,
+        config: BaseModel,
+        sink: InboundSink,
+        *,
+        web: WebServer | None = None,
+    ) -> None:
+        if not isinstance(config, SlackAccountConfig):
+            config = SlackAccountConfig.model_validate(config.model_dump())
+        super().__init__(account, config, sink, web=web)
+        self.settings: SlackAccountConfig = config
+        self._session: aiohttp.ClientSession | None = None
+        self._client: AsyncWebClient | None = None
+        self._identity: Identity | None = None
+        self._app: AsyncApp | None = None
+        self._socket: SocketConnection | None = None
+        self._queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]] | None = None
+        self._worker = Background(self.channel)
+        self._people = People(self._web, account, ttl=config.name_cache_seconds)
+        self.pacer = Pacer(config.edits_per_minute)
+        """Turns for `chat.update` across the whole workspace."""
+        self._bound_chats: set[str] = set()
+        self._channels_seen: set[str] = set()
+        self.route: EventsRoute | None = None
+        if config.mode == "http":
+            self._mount_route()
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        settings = self.settings
+        secrets = [
+            secret.get_secret_value()
+            for secret in (settings.bot_token, settings.app_token, settings.signing_secret)
+            if secret is not None
+        ]
+        protect_secrets(secrets)
+        self._session = aiohttp.ClientSession()
+        client = AsyncWebClient(
+            token=settings.bot_token.get_secret_value(),
+            base_url=settings.api_base_url,
+            timeout=settings.request_timeout,
+            session=self._session,
+        )
+        try:
+            self._identity = identity = await identify(client, self.account)
+        except SlackStartError:
+            await self.stop()
+            raise
+        self._client = client
+        self._people.remember({"id": identity.user_id, "name": identity.name, "is_bot": True})
+        for warning in scope_warnings(identity, self.account):
+            log.warning(warning)
+        app = build_app(client, name=self.channel, identity=identity, receive=self._receive)
+        self._queue = asyncio.Queue()
+        self._worker.spawn(self._work(self._queue), name=f"{self.channel}:events")
+        if settings.mode == "socket":
+            assert settings.app_token is not None  # the config model requires it
+            connection = SocketConnection(
+                app,
+                settings.app_token.get_secret_value(),
+                account=self.account,
+                ping_interval=settings.ping_interval,
+                connect_timeout=settings.connect_timeout,
+            )
+            try:
+                await connection.open()
+            except SlackStartError:
+                await self.stop()
+                raise
+            self._socket = connection
+        # The loggers Bolt and slack_sdk have made since.
+        protect_secrets(secrets, loggers=[self.channel, SocketConnection.logger_name(self.account)])
+        self._app = app
+        log.info(
+            "slack:%s connected as @%s (user %s, bot %s) in %s (%s), %s mode",
+            self.account, identity.name, identity.user_id, identity.bot_id, identity.team,
+            identity.team_id, settings.mode,
+        )
+
+    async def stop(self) -> None:
+        self._app = None
+        socket, self._socket = self._socket, None
+        if socket is not None:
+            await socket.close()
+        queue = self._queue
+        if queue is not None:
+            # Still taking what Bolt acked a moment ago (an HTTP request in flight).
+            try:
+                await asyncio.wait_for(queue.join(), DRAIN_SECONDS)
+            except TimeoutError:
+                log.warning(
+                    "slack:%s stopped with %d acked event(s) not relayed",
+                    self.account, queue.qsize(),
+                )
+        self._queue = None
+        await self._worker.cancel_all()
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+            log.info("slack:%s stopped", self.account)
+        self._client = None
+
+    def _mount_route(self) -> None:
+        """Add the route now: the web server takes routes only before it starts."""
+        if self.web is None:
+            raise ValueError(
+                f"slack:{self.account} is in http mode but the bridge has no web server "
+                "(turn on the web: section)"
+            )
+        secret = self.settings.signing_secret
+        assert secret is not None  # the config model requires it in http mode
+        self.route = EventsRoute(self.account, secret.get_secret_value(), lambda: self._app)
+        self.web.app.router.add_post(self.settings.events_path(self.account), self.route.handle)
+
+    def _web(self) -> AsyncWebClient:
+        if self._client is None:
+            raise RuntimeError(f"slack:{self.account} is not started")
+        return self._client
+
+    @property
+    def identity(self) -> Identity:
+        if self._identity is None:
+            raise RuntimeError(f"slack:{self.account} is not started")
+        return self._identity
+
+    def use_bindings(self, bindings: list[Binding]) -> None:
+        super().use_bindings(bindings)
+        self._bound_chats = {binding.chat for binding in bindings}
+
+    def directory(self, chat_id: str) -> PeopleDirectory:
+        return self._people.directory()
+
+    # -- inbound -----------------------------------------------------------------------
+
+    def _receive(self, kind: PayloadKind, body: dict[str, Any]) -> None:
+        """Bolt's listeners hand every acked payload here; the worker relays them in order."""
+        if self._queue is None:
+            log.warning("slack:%s got a %s after it stopped; it is not relayed", self.account,
+                        kind)
+            return
+        self._queue.put_nowait((kind, body))
+
+    async def _work(self, queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]]) -> None:
+        while True:
+            kind, body = await queue.get()
+            try:
+                if kind == "command":
+                    await self._on_command(body)
+                else:
+                    await self._on_event(body)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                log.error(
+                    "slack:%s could not relay a %s: %s", self.account, kind, describe(exc),
+                    exc_info=not isinstance(exc, CALL_ERRORS),
+                )
+            finally:
+                queue.task_done()
+
+    async def _on_event(self, body: dict[str, Any]) -> None:
+        event = body.get("event")
+        if not isinstance(event, dict):
+            return
+        event_id = body.get("event_id")
+        if isinstance(event_id, str) and event_id:
+            if not await self.state.first_time(f"event:{event_id}"):
+                log.debug("slack:%s dropping redelivered event %s", self.account, event_id)
+                return
+        if event.get("type") == "message":
+            found = message_of(event)
+            if found is not None:
+                await self._on_message(found)
+        elif event.get("type") == "member_joined_channel":
+            if event.get("user") == self.identity.user_id and event.get("channel"):
+                await self._note_channel(str(event["channel"]), joined=True)
+
+    async def _on_message(self, found: SlackMessage) -> None:
+        message = found.message
+        if self.identity.wrote(message):
+            return  # the app's own post, or the edit or delete of one
+        await self._note_channel(found.channel)
+        text = str(message.get("text") or "")
+        await self._people.learn_text(text)
+        sender = await self._sender(message)
+        command = None
+        if not (found.is_edit or found.is_delete):
+            words = self.commands.enabled().values()
+            command = addressed_command(text, self.identity.user_id, words)
+        inbound = to_inbound(
+            found, account=self.account, sender=sender, directory=self._people.directory(),
+            text=command,
+        )
+        if inbound is not None:
+            await self.sink(inbound)
+
+    async def _sender(self, message: Mapping[str, Any]) -> Sender:
+        """Who wrote it: a bot by the name its message shows, a person by their display name."""
+        user = message.get("user")
+        profile = message.get("user_profile")
+        if user and isinstance(profile, Mapping):
+            self._people.remember({**profile, "id": user})
+        bot = is_bot(message)
+        label = bot_label(message) if bot else None
+        if label is None and user:
+            person = await self._people.person(str(user))
+            label = person.name if person is not None else None
+            bot = bot or bool(person is not None and person.is_bot)
+        ident = sender_id(message)
+        return Sender(id=ident, name=label or ident or "unknown", is_bot=bot)
+
+    async def _on_command(self, payload: dict[str, Any]) -> None:
+        channel = str(payload.get("channel_id") or "")
+        command = str(payload.get("command") or "")
+        if not channel or not command or not payload.get("trigger_id"):
+            return
+        message_id = command_message_id(payload)
+        pending = None
+        if payload.get("response_url"):
+            pending = PendingCommand(
+                str(payload["response_url"]), channel, response_type(command, self.commands)
+            )
+            await self.state.put(state_key(message_id), pending.to_record())
+        await self._note_channel(channel)
+        if channel not in self._bound_chats:
+            if pending is not None:
+                problem = await self._respond(
+                    pending, "This channel is not connected to a BCN group. Bind it in the "
+                    f'bridge config with `chat: "{channel}"`.',
+                )
+                if problem is not None:
+                    log.info("slack:%s could not answer %s in unbound channel %s (%s)",
+                             self.account, command, channel, problem)
+            return
+        user = str(payload.get("user_id") or "")
+        await self._people.learn_text(str(payload.get("text") or ""))
+        person = await self._people.person(user) if user else None
+        name = person.name if person is not None else str(payload.get("user_name") or user)
+        inbound = command_inbound(
+            payload, account=self.account, sender=Sender(id=user, name=name),
+            directory=self._people.directory(),
+        )
+        await self.sink(inbound)
+
+    async def _note_channel(self, channel: str, *, joined: bool = False) -> None:
+        """Log each channel once, so people can find the id to put in a binding."""
+        if channel in self._channels_seen and not joined:
+            return
+        self._channels_seen.add(channel)
+        name = await self._people.channel_name(channel)
+        bound = channel in self._bound_chats
+        log.info(
+            'slack:%s %s channel %s "%s" (%s)',
+            self.account,
+            "was added to" if joined else "sees",
+            channel,
+            f"#{name}" if name else "?",
+            "bound" if bound else f'not bound; bind it with chat: "{channel}"',
+        )
+
+    # -- outbound ----------------------------------------------------------------------
+
+    async def send(self, out: Outbound) -> PlatformRef:
+        if out.reply_to and out.reply_to.startswith(COMMAND_PREFIX) and out.parts == 1:
+            answered = await self._answer_command(out)
+            if answered is not None:
+                return answered
+        channel = out.binding.chat
+        thread = out.thread_id or out.binding.thread
+        fields = post_fields(out, self.identity.can_customize, self.settings)
+        try:
+            response = await self._web().chat_postMessage(
+                channel=channel, thread_ts=thread, **fields
+            )
+        except CALL_ERRORS as exc:
+            raise send_error(exc, "chat.postMessage") from exc
+        data = response.data if isinstance(response.data, dict) else {}
+        return PlatformRef(
+            chat_id=str(data.get("channel") or channel),
+            message_id=str(data.get("ts") or ""),
+            thread_id=thread,
+        )
+
+    async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        if ref.message_id.startswith(COMMAND_PREFIX):
+            return  # an answer given through a response_url has no message to edit
+        await self.pacer.wait()
+        try:
+            await self._web().chat_update(
+                channel=ref.chat_id,
+                ts=ref.message_id,
+                text=shown_text(out, self.identity.can_customize),
+            )
+        except CALL_ERRORS as exc:
+            if is_rate_limited(exc):
+                self.pacer.hold(retry_after_seconds(getattr(exc, "response", None)) or 1.0)
+            if is_gone(exc) and out.kind is OutboundKind.FINAL:
+                # Someone deleted the streamed preview: the finished reply is posted anew
+                # rather than lost with it.
+                log.info("slack:%s a reply's preview was deleted; posting the reply anew",
+                         self.account)
+                await self.send(out)
+                return
+            raise send_error(exc, "chat.update") from exc
+
+    async def delete(self, ref: PlatformRef) -> None:
+        if ref.message_id.startswith(COMMAND_PREFIX):
+            return
+        try:
+            await self._web().chat_delete(channel=ref.chat_id, ts=ref.message_id)
+        except CALL_ERRORS as exc:
+            if is_gone(exc):
+                return
+            raise send_error(exc, "chat.delete") from exc
+
+    async def _answer_command(self, out: Outbound) -> PlatformRef | None:
+        """Answer a slash command through its response_url; None when that cannot be done
+        (no command, already answered, the URL expired), and the answer is posted instead."""
+        assert out.reply_to is not None
+        pending = PendingCommand.from_record(await self.state.get(state_key(out.reply_to)))
+        if pending is None:
+            return None
+        problem = await self._respond(pending, out.text)
+        if problem is not None:
+            log.info(
+                "slack:%s could not answer %s through its response_url (%s); posting the "
+                "answer in the channel", self.account, out.reply_to, problem,
+            )
+            return None
+        await self.state.put(state_key(out.reply_to), {})
+        return PlatformRef(chat_id=pending.channel, message_id=out.reply_to)
+
+    async def _respond(self, pending: PendingCommand, text: str) -> str | None:
+        """POST to a command's response_url; what went wrong, or None when Slack took it."""
+        hook = AsyncWebhookClient(
+            pending.response_url, timeout=self.settings.request_timeout, session=self._session
+        )
+        try:
+            response = await hook.send(text=text, response_type=pending.response_type)
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            return describe(exc)
+        if response.status_code == 200:
+            return None
+        return f"HTTP {response.status_code} {str(response.body)[:80]}"

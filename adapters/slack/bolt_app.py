@@ -1,0 +1,98 @@
+"""The account's Bolt app: ack everything at once, hand it on, process it later.
+
+Slack redelivers an event it has not seen acked within 3 s, and a slash command that is not
+acked in 3 s fails in front of the person who typed it. So the listeners here do nothing but
+ack (Bolt acks events itself before the listener runs; commands ack first thing) and hand
+the payload to the adapter's queue, where one worker relays them in the order they came.
+
+The app gets the adapter's own `AsyncWebClient` (`client=`), so the Socket Mode client's
+`apps.connections.open` and every Web API call go to the configured `api_base_url`. Bolt is
+told who the app is (`authorize=`) from the adapter's own `auth.test` at start: left to
+itself it would call `auth.test` again when the first events arrive, and a burst of them
+would each wait for that call and reach the queue in whatever order the answers came. Bolt's
+self-filter works from the same answer. Request verification is off in Bolt because the
+HTTP route verifies every request itself (see `events_route`); Socket Mode requests need none.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from slack_bolt.async_app import AsyncApp
+from slack_bolt.authorization import AuthorizeResult
+from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.logger.messages import (
+    warning_client_prioritized_and_token_skipped,
+    warning_token_skipped,
+)
+from slack_sdk.web.async_client import AsyncWebClient
+
+from adapters.slack.startup import Identity
+
+PayloadKind = Literal["event", "command"]
+Receiver = Callable[[PayloadKind, dict[str, Any]], None]
+"""Takes an acked payload (`event_callback` body or slash command); must not block."""
+
+ANY = re.compile(r".*")
+
+
+class _ExpectedNotices(logging.Filter):
+    """Drops two Bolt warnings about choices made here on purpose.
+
+    Bolt warns that the client's token wins over `SLACK_BOT_TOKEN` from the environment
+    (which the docs suggest exporting for `bot_token: ${SLACK_BOT_TOKEN}`), and that with
+    `authorize=` it takes tokens from the authorize result: both would greet every start and
+    mean nothing.
+    """
+
+    messages = frozenset({warning_client_prioritized_and_token_skipped(), warning_token_skipped()})
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.getMessage() not in self.messages
+
+
+_EXPECTED_NOTICES = _ExpectedNotices()
+
+
+def build_app(
+    client: AsyncWebClient, *, name: str, identity: Identity, receive: Receiver
+) -> AsyncApp:
+    """A Bolt app whose only listeners ack and pass payloads to `receive`."""
+    framework = logging.getLogger("slack_bolt.AsyncApp")
+    if _EXPECTED_NOTICES not in framework.filters:
+        framework.addFilter(_EXPECTED_NOTICES)
+    known = AuthorizeResult(
+        enterprise_id=None,
+        team_id=identity.team_id,
+        team=identity.team,
+        bot_user_id=identity.user_id,
+        bot_id=identity.bot_id,
+        bot_token=client.token,
+        bot_scopes=sorted(identity.scopes),
+    )
+
+    async def authorize() -> AuthorizeResult:
+        return known
+
+    app = AsyncApp(
+        client=client,
+        name=name,
+        authorize=authorize,
+        signing_secret="",
+        request_verification_enabled=False,
+        process_before_response=False,
+    )
+
+    async def on_event(body: dict[str, Any]) -> None:
+        receive("event", body)
+
+    async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        receive("command", body)
+
+    app.event(ANY)(on_event)
+    app.command(ANY)(on_command)
+    return app
