@@ -19,8 +19,16 @@ from bridge.store.leases import Lease, LeaseStore
 log = logging.getLogger(__name__)
 
 
+HOST_VARIABLE = "BCN_BRIDGE_HOST"
+"""Overrides the host part of instance names, where several hosts share one hostname."""
+
+
+def this_host() -> str:
+    return os.environ.get(HOST_VARIABLE) or socket.gethostname()
+
+
 def instance_name(link_name: str) -> str:
-    return f"{link_name}@{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+    return f"{link_name}@{this_host()}:{os.getpid()}:{secrets.token_hex(3)}"
 
 
 def is_dead_here(holder: str, me: str) -> bool:
@@ -28,7 +36,7 @@ def is_dead_here(holder: str, me: str) -> bool:
     _, at, where = holder.rpartition("@")
     host, _, rest = where.partition(":")
     pid_text, _, _token = rest.partition(":")
-    if not at or host != socket.gethostname() or not pid_text.isdigit() or holder == me:
+    if not at or host != this_host() or not pid_text.isdigit() or holder == me:
         return False
     pid = int(pid_text)
     if pid == os.getpid():

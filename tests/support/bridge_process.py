@@ -1,9 +1,9 @@
-"""`bcn-bridge run` as a real process, for fault tests that kill it (SIGKILL) and restart it.
+"""`bcn-bridge run` and `bcn-bridge hub` as real processes, for tests that kill them
+(SIGKILL) and restart them.
 
-The process is started as `python -m bridge.cli` from the repository root, so it runs this
-checkout's code whatever the installed console script points at. Its log (stderr) is read
-all the time (stdout and stderr, merged) — a full pipe would stall the bridge — and kept for
-assertions.
+A process is started as `python -m bridge.cli` from the repository root, so it runs this
+checkout's code whatever the installed console script points at. Its output (stdout and
+stderr, merged) is read all the time — a full pipe would stall it — and kept for assertions.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 READY_LINE = "bcn-bridge up"
+"""What `bcn-bridge run` logs once every part is started."""
 START_TIMEOUT = 30.0
 
 
@@ -36,11 +37,14 @@ def write_config(path: Path, config: dict[str, Any]) -> Path:
     return path
 
 
-class BridgeProcess:
-    """One `bcn-bridge run -c FILE` process; `start()` returns once it logged that it is up."""
+class ServiceProcess:
+    """One `python -m bridge.cli …` process; `start()` returns once it printed `ready`."""
 
-    def __init__(self, config: Path, *, env: dict[str, str] | None = None) -> None:
-        self.config = config
+    def __init__(
+        self, args: list[str], ready: str, *, env: dict[str, str] | None = None
+    ) -> None:
+        self.args = args
+        self.ready = ready
         self.env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost",
                     "no_proxy": "127.0.0.1,localhost", **(env or {})}
         self.lines: list[str] = []
@@ -54,17 +58,17 @@ class BridgeProcess:
 
     async def start(self, *, timeout: float = START_TIMEOUT) -> None:
         self._process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bridge.cli", "run", "-c", str(self.config),
+            sys.executable, "-m", "bridge.cli", *self.args,
             cwd=REPO, env=self.env, stdin=asyncio.subprocess.DEVNULL,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )
         self._reader = asyncio.create_task(self._read(self._process))
         try:
-            await self.wait_for_line(READY_LINE, timeout=timeout)
+            await self.wait_for_line(self.ready, timeout=timeout)
         except TimeoutError:
             await self.kill()
             raise AssertionError(
-                f"bridge did not start within {timeout}s; its log:\n" + self.log()
+                f"{' '.join(self.args)} did not start within {timeout}s; its log:\n" + self.log()
             ) from None
 
     async def _read(self, process: asyncio.subprocess.Process) -> None:
@@ -83,7 +87,7 @@ class BridgeProcess:
                     if fragment in line:
                         return line
                 if not self.running and (self._reader is None or self._reader.done()):
-                    raise AssertionError(f"bridge exited; its log:\n{self.log()}")
+                    raise AssertionError(f"{self.args[0]} exited; its log:\n{self.log()}")
                 self._line_added.clear()
                 await self._line_added.wait()
 
@@ -114,3 +118,19 @@ class BridgeProcess:
         if self._reader is not None:
             await asyncio.gather(self._reader, return_exceptions=True)
         return process.returncode
+
+
+class BridgeProcess(ServiceProcess):
+    """`bcn-bridge run -c FILE`."""
+
+    def __init__(self, config: Path, *, env: dict[str, str] | None = None) -> None:
+        super().__init__(["run", "-c", str(config)], READY_LINE, env=env)
+        self.config = config
+
+
+class HubProcess(ServiceProcess):
+    """`bcn-bridge hub --config FILE` (its config must give a fixed `listen` port)."""
+
+    def __init__(self, config: Path, *, env: dict[str, str] | None = None) -> None:
+        super().__init__(["hub", "--config", str(config)], "hub listening on", env=env)
+        self.config = config
