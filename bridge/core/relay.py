@@ -22,7 +22,7 @@ from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.inbound import InboundPipeline, sent_key
-from bridge.core.instance import instance_name
+from bridge.core.instance import acquire_lease, instance_name
 from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
 from bridge.core.outbound import OutboundPipeline
@@ -84,6 +84,7 @@ class Relay:
             notify=lambda lane, binding, text: self.ctx.notice(lane, binding, text),
             bots_online=self._group_online,
             limit=spool_limit,
+            holder=self.instance,
         )
         self.ctx = RelayContext(
             store=store,
@@ -198,11 +199,18 @@ class Relay:
 
     # ------------------------------------------------------------------ timeouts
     async def _sweep_forever(self) -> None:
+        """Timeouts and housekeeping, done by whichever instance holds the sweep lease."""
         sweeps = 0
         while True:
             await asyncio.sleep(self.sweep_interval)
-            sweeps += 1
             try:
+                lease = await acquire_lease(
+                    self.ctx.store.leases, "relay:sweep", self.instance,
+                    max(3 * self.sweep_interval, 30.0),
+                )
+                if lease is None:
+                    continue  # another instance sweeps
+                sweeps += 1
                 await self.sweep_once()
                 if sweeps % HOUSEKEEPING_EVERY == 0:
                     await self.forget_old()

@@ -24,15 +24,19 @@ from typing import Any
 from bridge.background import Background
 from bridge.bcn import BcnError, ConnectionClosed
 from bridge.core.binding import Binding
+from bridge.core.instance import acquire_lease
 from bridge.core.link import LinkClient
 from bridge.core.outbox import Lane
 from bridge.store.base import Store
+from bridge.store.leases import Lease
 from bridge.store.relay import SpoolEntry
 
 log = logging.getLogger(__name__)
 
 DEFAULT_SPOOL_LIMIT = 10_000
 DRAIN_BATCH = 100
+SPOOL_LEASE = 60.0
+"""A drain that dies mid-way (kill -9) hands the spool over after this long (at most)."""
 BOT_GRACE = 15.0
 """Seconds after the link comes back that kept messages wait for their group's bots."""
 
@@ -63,6 +67,7 @@ class InboundSpool:
         bots_online: BotsOnline | None = None,
         limit: int = DEFAULT_SPOOL_LIMIT,
         grace: float = BOT_GRACE,
+        holder: str = "bcn-bridge",
     ) -> None:
         self.store = store
         self.link = link
@@ -73,6 +78,7 @@ class InboundSpool:
         self.bots_online = bots_online
         self.limit = limit
         self.grace = grace
+        self.holder = holder
         self._link_up_at = 0.0
         self._backlog = True
         """Might the spool hold something? (True until a drain found it empty.)"""
@@ -171,9 +177,22 @@ class InboundSpool:
                 self._wake.set()
 
     async def drain(self) -> int:
-        """Send waiting messages in order until none is left or the link drops."""
+        """Send waiting messages in order until none is left or the link drops — as the
+        one instance holding the spool lease, so order holds across instances."""
+        lease = await acquire_lease(self.store.leases, "relay:spool", self.holder, SPOOL_LEASE)
+        if lease is None:
+            return 0  # another instance drains; it sees our entries in the store
+        try:
+            return await self._drain(lease)
+        finally:
+            await self.store.leases.release(lease)
+
+    async def _drain(self, lease: Lease) -> int:
         sent = 0
         while True:
+            if sent and not await self.store.leases.renew(lease, SPOOL_LEASE):
+                log.warning("spool: lost the spool lease; another instance sends the rest")
+                return sent
             entries = await self.store.spool.pending(DRAIN_BATCH)
             if not entries:
                 self._backlog = False
