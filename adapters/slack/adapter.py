@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+Payload = tuple[PayloadKind, dict[str, Any], "asyncio.Future[None]"]
+"""One queued payload and the future its listener waits on (the ack follows it)."""
+
 DRAIN_SECONDS = 5.0
 """How long `stop()` waits for acked events still in the queue to be relayed."""
 
@@ -106,7 +109,7 @@ class SlackAdapter(Adapter):
         self._identity: Identity | None = None
         self._app: AsyncApp | None = None
         self._socket: SocketConnection | None = None
-        self._queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]] | None = None
+        self._queue: asyncio.Queue[Payload] | None = None
         self._worker = Background(self.channel)
         self._people = People(self._web, account, ttl=config.name_cache_seconds)
         self.pacer = Pacer(config.edits_per_minute)
@@ -225,41 +228,51 @@ class SlackAdapter(Adapter):
 
     # -- inbound -----------------------------------------------------------------------
 
-    def _receive(self, kind: PayloadKind, body: dict[str, Any]) -> None:
-        """Bolt's listeners hand every acked payload here; the worker relays them in order."""
+    def _receive(self, kind: PayloadKind, body: dict[str, Any]) -> asyncio.Future[None]:
+        """Bolt's listeners hand every payload here; the future is done once relayed."""
+        relayed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._queue is None:
             log.warning("slack:%s got a %s after it stopped; it is not relayed", self.account,
                         kind)
-            return
-        self._queue.put_nowait((kind, body))
+            relayed.set_result(None)
+            return relayed
+        self._queue.put_nowait((kind, body, relayed))
+        return relayed
 
-    async def _work(self, queue: asyncio.Queue[tuple[PayloadKind, dict[str, Any]]]) -> None:
+    async def _work(self, queue: asyncio.Queue[Payload]) -> None:
         while True:
-            kind, body = await queue.get()
+            kind, body, relayed = await queue.get()
             try:
                 if kind == "command":
                     await self._on_command(body)
                 else:
                     await self._on_event(body)
             except asyncio.CancelledError:
-                raise
+                queue.task_done()
+                raise  # not relayed: no ack either, so Slack gives it to another connection
             except Exception as exc:
                 log.error(
                     "slack:%s could not relay a %s: %s", self.account, kind, describe(exc),
                     exc_info=not isinstance(exc, CALL_ERRORS),
                 )
-            finally:
-                queue.task_done()
+            if not relayed.done():
+                relayed.set_result(None)
+            queue.task_done()
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         event = body.get("event")
         if not isinstance(event, dict):
             return
         event_id = body.get("event_id")
-        if isinstance(event_id, str) and event_id:
-            if not await self.state.first_time(f"event:{event_id}"):
-                log.debug("slack:%s dropping redelivered event %s", self.account, event_id)
-                return
+        key = f"event:{event_id}" if isinstance(event_id, str) and event_id else None
+        if key is not None and await self.state.done_before(key):
+            log.debug("slack:%s dropping redelivered event %s", self.account, event_id)
+            return
+        await self._relay_event(event)
+        if key is not None:
+            await self.state.done(key)  # only now: a crash before this gets it redelivered
+
+    async def _relay_event(self, event: dict[str, Any]) -> None:
         if event.get("type") == "message":
             found = message_of(event)
             if found is not None:

@@ -1,9 +1,10 @@
-"""The account's Bolt app: ack everything at once, hand it on, process it later.
+"""The account's Bolt app: hand every payload to the adapter's queue, ack it once relayed.
 
 Slack redelivers an event it has not seen acked within 3 s, and a slash command that is not
-acked in 3 s fails in front of the person who typed it. So the listeners here do nothing but
-ack (Bolt acks events itself before the listener runs; commands ack first thing) and hand
-the payload to the adapter's queue, where one worker relays them in the order they came.
+acked in 3 s fails in front of the person who typed it. The listeners hand each payload to
+the adapter's queue, where one worker relays them in the order they came; an event is acked
+when the worker has relayed it (at most `ACK_BUDGET` later), so a bridge killed before
+that gets it redelivered instead of losing it; a command is acked first thing.
 
 The app gets the adapter's own `AsyncWebClient` (`client=`), so the Socket Mode client's
 `apps.connections.open` and every Web API call go to the configured `api_base_url`. Bolt is
@@ -16,6 +17,7 @@ HTTP route verifies every request itself (see `events_route`); Socket Mode reque
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 from collections.abc import Callable
@@ -33,8 +35,15 @@ from slack_sdk.web.async_client import AsyncWebClient
 from adapters.slack.startup import Identity
 
 PayloadKind = Literal["event", "command"]
-Receiver = Callable[[PayloadKind, dict[str, Any]], None]
-"""Takes an acked payload (`event_callback` body or slash command); must not block."""
+Receiver = Callable[[PayloadKind, dict[str, Any]], "asyncio.Future[None]"]
+"""Queues a payload (`event_callback` body or slash command) for the adapter's worker, at
+once; the future is done once the worker relayed it."""
+
+ACK_BUDGET = 2.0
+"""Seconds an event's ack waits for its relay. Slack redelivers what it does not see acked
+within 3 s: acking only once the event is relayed means a bridge killed in between gets it
+again (and the store's dedupe drops what was relayed already); past the budget the event
+is acked anyway and relayed from memory, rather than drawing a redelivery storm."""
 
 ANY = re.compile(r".*")
 
@@ -83,13 +92,15 @@ def build_app(
         authorize=authorize,
         signing_secret="",
         request_verification_enabled=False,
-        process_before_response=False,
+        process_before_response=True,  # events are acked once relayed (see ACK_BUDGET)
     )
 
     async def on_event(body: dict[str, Any]) -> None:
-        receive("event", body)
+        await asyncio.wait({receive("event", body)}, timeout=ACK_BUDGET)
 
     async def on_command(ack: AsyncAck, body: dict[str, Any]) -> None:
+        # Answered at once, not once relayed (Bolt sends the ack when this returns): the
+        # person who typed it sees an error after 3 s otherwise.
         await ack()
         receive("command", body)
 

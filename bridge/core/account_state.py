@@ -64,6 +64,15 @@ class AccountState:
         """True the first time any instance asks about `key`, False ever after."""
         return await self.store.seen.add(self._key(key), self.clock())
 
+    async def done_before(self, key: str) -> bool:
+        """Was `key` marked `done` (by any instance)? Asking marks nothing."""
+        return await self.store.seen.has(self._key(key))
+
+    async def done(self, key: str) -> None:
+        """Mark `key` handled — once the work is safe, so a crash before lets a redelivery
+        through instead of losing it."""
+        await self.store.seen.add(self._key(key), self.clock())
+
     async def lease(self, name: str, ttl: float) -> Lease | None:
         """Work only one bridge instance may do for this account (one poller per token, one
         socket per app): the lease if this instance may do it now, else None."""

@@ -353,3 +353,38 @@ async def test_an_integrations_bot_message_is_a_bot_under_its_username(
         "B0HOOK", "Deploy Hook", True,
     )
     assert inbound.text == "deployed **v2**"
+
+
+async def test_an_event_is_acked_only_once_relayed_so_a_crash_gets_it_again(
+    fake: FakeSlack, make_adapter: MakeAdapter, sink: Sink
+) -> None:
+    """A bridge that dies between Slack's delivery and the relay must not have acked it:
+    Slack then redelivers it to the next connection, and it is relayed exactly once."""
+    store = MemoryStore()
+    never: asyncio.Event = asyncio.Event()
+    reached: list[str] = []
+
+    async def dying_core(inbound: Inbound) -> None:
+        reached.append(inbound.text)
+        await never.wait()  # the process dies right here
+
+    first = await make_adapter(state=AccountState(store, "slack:main", holder="first"))
+    first.sink = dying_core
+    event = await fake.push(fake.human_message(CHANNEL, ADA, "survive the crash"))
+    async with asyncio.timeout(10):
+        while not reached:
+            await asyncio.sleep(0.01)
+    assert not event.acked.is_set()  # the relay has not finished: no ack yet
+    # The crash: the worker dies with the event in hand, the socket closes unacked.
+    await first._worker.cancel_all()
+    assert first._socket is not None
+    await first._socket.close()
+    first._socket = None
+
+    await make_adapter(state=AccountState(store, "slack:main", holder="second"))
+    [relayed] = await sink.wait_for(1)
+    assert relayed.text == "survive the crash"
+    redelivered = fake.deliveries[-1]
+    assert redelivered is not event and redelivered.payload == event.payload
+    await fake.acked(redelivered)
+    assert not event.acked.is_set()
