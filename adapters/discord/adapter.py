@@ -35,6 +35,7 @@ from adapters.discord.commands import (
     app_commands_for,
 )
 from adapters.discord.config import DiscordAccountConfig
+from adapters.discord.directory import ServerDirectory
 from adapters.discord.errors import (
     DiscordStartError,
     is_expired_interaction,
@@ -133,8 +134,7 @@ class DiscordAdapter(Adapter):
         self._bound_chats: frozenset[str] = frozenset()
         self._channels_seen: set[int] = set()
         self._fetched: dict[int, Any] = {}
-        self._directories: dict[int, tuple[int, StaticDirectory]] = {}
-        """Per server: (members when built, the directory); rebuilt when members change."""
+        self._people = ServerDirectory()
         self._claimed = False
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -242,6 +242,7 @@ class DiscordAdapter(Adapter):
         assert client is not None and self._commands is not None
         first = not self._ready.is_set()
         if first:
+            self._people.own_id = client.user.id if client.user else 0
             self._commands.install(
                 app_commands_for(self.commands, self._on_slash_command), self._bound_guilds()
             )
@@ -276,7 +277,7 @@ class DiscordAdapter(Adapter):
         for member in members:
             guild = getattr(member, "guild", None)
             if guild is not None:
-                self._directories.pop(guild.id, None)
+                self._people.changed(guild.id)
         await self._on_permissions_changed()
 
     # -- inbound -----------------------------------------------------------------------
@@ -333,6 +334,8 @@ class DiscordAdapter(Adapter):
         bound = location.chat_id in self._bound_chats
         self._note_channel(message, location, bound)
         inbound = to_inbound(message, account=self.account, location=location, is_edit=edit)
+        if message.guild is not None:
+            self._people.saw(message.guild.id, [message.author, *message.mentions])
         if inbound is not None:
             await self.sink(inbound)
             if bound and not edit and self._relays_edits(inbound):
@@ -674,20 +677,4 @@ class DiscordAdapter(Adapter):
         guild = getattr(channel, "guild", None)
         if guild is None:
             return None
-        cached = self._directories.get(guild.id)
-        if cached is not None and cached[0] == len(guild.members):
-            return cached[1]
-        found = member_directory(guild.members, own_id=client.user.id if client.user else 0)
-        self._directories[guild.id] = (len(guild.members), found)
-        return found
-
-
-def member_directory(members: list[discord.Member], *, own_id: int) -> StaticDirectory:
-    """Username, global name and server nickname → id; the name people see wins a clash."""
-    ids: dict[str, str] = {}
-    for attribute in ("name", "global_name", "display_name"):
-        for member in members:
-            name = getattr(member, attribute, None)
-            if name and member.id != own_id:
-                ids[name] = str(member.id)
-    return StaticDirectory(ids)
+        return self._people.for_guild(guild)

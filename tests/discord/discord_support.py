@@ -130,10 +130,10 @@ async def make_adapter(
     async def make(
         *, bindings: list[Binding] | None = None, commands: CommandNames | None = None,
         sink: Callable[[Inbound], Awaitable[None]] | None = None, start: bool = True,
-        **overrides: Any,
+        own_state: AccountState | None = None, **overrides: Any,
     ) -> DiscordAdapter:
         adapter = DiscordAdapter("main", account_config(fake, **overrides), sink or received)
-        adapter.use_state(state)
+        adapter.use_state(own_state or state)
         adapter.use_bindings(bindings or [])
         if commands is not None:
             adapter.use_commands(commands)
