@@ -89,7 +89,9 @@ def intents_switches(members: bool) -> str:
     return f"{switches} and Server Members Intent" if members else switches
 
 
-def start_error(exc: BaseException, account: str, *, members: bool, api: str) -> DiscordStartError:
+def start_error(
+    exc: BaseException, account: str, *, members: bool, where: str
+) -> DiscordStartError:
     """Turn what discord.py raised while connecting into the sentence a person can act on."""
     channel = f"discord:{account}"
     if isinstance(exc, PrivilegedIntentsRequired) or (
@@ -120,6 +122,5 @@ def start_error(exc: BaseException, account: str, *, members: bool, api: str) ->
     if isinstance(exc, TimeoutError):
         return DiscordStartError(f"{channel}: {exc}")
     return DiscordStartError(
-        f"{channel} could not connect to Discord at {api}: "
-        f"{redact(f'{type(exc).__name__}: {exc}')}"
+        f"{channel} could not connect to {where}: {redact(f'{type(exc).__name__}: {exc}')}"
     )

@@ -60,10 +60,10 @@ class GatewayConnection:
         self.on_lost = on_lost
         self._task: asyncio.Task[None] | None = None
 
-    def _failure(self, exc: BaseException) -> DiscordStartError:
-        return start_error(
-            exc, self.account, members=self.config.members_intent, api=self.config.api_base_url
-        )
+    def _failure(self, exc: BaseException, *, logging_in: bool = False) -> DiscordStartError:
+        where = (f"Discord at {self.config.api_base_url}" if logging_in
+                 else f"the gateway at {self.config.gateway_url}")
+        return start_error(exc, self.account, members=self.config.members_intent, where=where)
 
     async def open(self) -> None:
         """Log in and connect; return once the client is ready, or raise DiscordStartError."""
@@ -72,7 +72,7 @@ class GatewayConnection:
         try:
             await client.login(self.config.token.get_secret_value())
         except (discord.DiscordException, OSError, TimeoutError) as exc:
-            failure = self._failure(exc)
+            failure = self._failure(exc, logging_in=True)
         if failure is not None:
             # Raised outside the `except`, so no traceback chains the library's error.
             await client.close()

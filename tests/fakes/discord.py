@@ -177,6 +177,8 @@ class FakeDiscord:
         self.faults: list[Fault] = []
         self.outages: dict[str, Fault] = {}
         self.echo_before_response = True
+        self.answer_identify = True
+        """False: IDENTIFY is never answered (a gateway that never gets ready)."""
         self._sockets: set[web.WebSocketResponse] = set()
         self._transports: dict[web.WebSocketResponse, Any] = {}
         self._changed = asyncio.Event()
@@ -190,8 +192,11 @@ class FakeDiscord:
 
     # -- setup ---------------------------------------------------------------------------
 
-    def add_guild(self, name: str = "Team") -> FakeGuild:
-        guild_id = self.ids.next()
+    def add_guild(self, name: str = "Team", *, guild_id: int | None = None) -> FakeGuild:
+        """A server with its @everyone role and the bot as a member with its own role.
+
+        `guild_id` picks the id, e.g. to put a server on a given shard."""
+        guild_id = guild_id or self.ids.next()
         found = FakeGuild(guild_id, name)
         found.roles[guild_id] = p.role(guild_id, "@everyone", p.EVERYONE_PERMISSIONS)
         found.bot_role = self.ids.next()
@@ -501,6 +506,8 @@ class FakeDiscord:
 
     async def _identify(self, socket: web.WebSocketResponse, data: dict[str, Any]
                         ) -> Session | None:  # fmt: skip
+        if not self.answer_identify:
+            return None
         if data.get("token") != self.token:
             await socket.close(code=4004, message=b"Authentication failed.")
             return None
