@@ -33,6 +33,9 @@ def intents_for(config: DiscordAccountConfig) -> discord.Intents:
 
 def build_client(config: DiscordAccountConfig) -> discord.Client:
     """One gateway connection, or the configured shards of the bot."""
+    # discord.py warns at every start that voice needs PyNaCl and davey; the bridge never
+    # joins a voice channel, so the warnings would only worry whoever reads the log.
+    discord.VoiceClient.warn_nacl = discord.VoiceClient.warn_dave = False
     options = {
         "intents": intents_for(config),
         "max_ratelimit_timeout": config.max_ratelimit_timeout,
