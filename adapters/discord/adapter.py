@@ -398,6 +398,11 @@ class DiscordAdapter(Adapter):
         self, interaction: discord.Interaction, spec: SlashCommand, text: str
     ) -> None:
         """Acknowledge at once (3 s), remember the interaction, hand its text to the core."""
+        channel_id = interaction.channel_id or 0
+        location = await self._locate(interaction.channel, channel_id)
+        if not self._bound(location):
+            await self._not_bound_here(interaction)
+            return
         try:
             await acknowledge(interaction, spec, text)
         except DISCORD_ERRORS as exc:
@@ -405,9 +410,6 @@ class DiscordAdapter(Adapter):
                         "channel", self.account, text.split()[0], send_error(exc, "acknowledge"))
         record = InteractionRecord.of(interaction, spec)
         await self.state.put(f"interaction:{record.id}", record.to_record())
-        await self._gate.wait()
-        channel_id = interaction.channel_id or 0
-        location = await self._locate(interaction.channel, channel_id)
         inbound = Inbound(
             channel_type=CHANNEL_TYPE,
             account=self.account,
@@ -419,8 +421,24 @@ class DiscordAdapter(Adapter):
             timestamp=interaction.created_at,
             raw={"interaction_id": record.id, "channel_id": str(channel_id)},
         )
+        await self._gate.wait()
         async with self._locks(channel_id):
             await self.sink(inbound)
+
+    def _bound(self, location: Location) -> bool:
+        return any(binding.matches(self.channel, location.chat_id, location.thread_id)
+                   for binding in self.bindings)
+
+    async def _not_bound_here(self, interaction: discord.Interaction) -> None:
+        """A command in a channel of a bound server that no binding names: say so at once."""
+        try:
+            await interaction.response.send_message(
+                "This channel is not connected to any bots (no binding names it).",
+                ephemeral=True,
+            )
+        except DISCORD_ERRORS as exc:
+            log.debug("discord:%s could not answer a command in an unbound channel: %s",
+                      self.account, exc)
 
     async def _on_command_error(
         self, interaction: discord.Interaction, error: app_commands.AppCommandError
@@ -471,11 +489,13 @@ class DiscordAdapter(Adapter):
         for binding in self.bindings:
             channel = client.get_channel(int(binding.chat)) if binding.chat.isdigit() else None
             if channel is None:
+                shards = (" (or its server is on a shard another instance runs)"
+                          if self.settings.shard_count else "")
                 log.warning(
-                    "discord:%s cannot see channel %s of a binding: check the id (Developer "
+                    "discord:%s cannot see channel %s of a binding%s: check the id (Developer "
                     "Mode → right-click the channel → Copy Channel ID) and that the bot is in "
                     "its server with View Channel (`bcn-bridge discord invite-url`)",
-                    self.account, binding.chat,
+                    self.account, binding.chat, shards,
                 )
 
     # -- outbound ----------------------------------------------------------------------

@@ -182,3 +182,19 @@ async def test_text_commands_still_reach_the_core(fake, server, make_adapter, re
     assert inbound.text == "/ask Rules what is 6 times 7"
     assert fake.calls_to("interaction_callback") == []
     assert p.snowflake_time(int(inbound.message_id)) <= datetime.now(UTC)
+
+
+async def test_a_command_in_an_unbound_channel_is_answered_at_once(
+    fake, server, make_adapter, received
+) -> None:
+    other = fake.add_channel(server.guild, "random")
+    await started(fake, server, make_adapter)
+
+    fake.push_interaction(other, server.ada, "stop")
+    await fake.wait_until(lambda: fake.calls_to("interaction_callback"))
+
+    [callback] = fake.calls_to("interaction_callback")
+    assert callback.body["type"] == 4 and callback.body["data"]["flags"] == EPHEMERAL
+    assert "not connected" in callback.body["data"]["content"]
+    probe = fake.push_message(server.general, server.ada, "probe")
+    assert (await received.next()).message_id == probe["id"]  # the command never got in

@@ -134,20 +134,22 @@ async def test_a_close_the_library_cannot_recover_from_is_logged_in_one_line(
 async def test_shards_connect_separately_and_see_their_own_servers(
     fake, make_adapter, received
 ) -> None:
-    base = fake.ids.next() >> 22 << 22
-    mine = fake.add_guild("Shard one", guild_id=base | 1 << 22)  # (id >> 22) % 2 == 1
-    other = fake.add_guild("Shard zero", guild_id=base)
+    even_ms = (fake.ids.next() >> 22) // 2 * 2
+    mine = fake.add_guild("Shard one", guild_id=(even_ms + 1) << 22)  # (id >> 22) % 2 == 1
+    other = fake.add_guild("Shard zero", guild_id=even_ms << 22)
     assert [(g.id >> 22) % 2 for g in (mine, other)] == [1, 0]
     channels = {g.id: fake.add_channel(g, "general") for g in (mine, other)}
     ada = fake.add_member(mine, "ada")
-    fake.add_member(other, "ada2")
+    eve = fake.add_member(other, "eve")
 
-    await make_adapter(shard_ids=[1], shard_count=2,
-                       bindings=[binding(channels[mine.id]), binding(channels[other.id])])
+    adapter = await make_adapter(shard_ids=[1], shard_count=2,
+                                 bindings=[binding(channels[mine.id]), binding(channels[other.id])])
+    fake.push_message(channels[other.id], eve, "on the other shard")
     sent = fake.push_message(channels[mine.id], ada, "on my shard")
 
     assert [frame["shard"] for frame in fake.identifies()] == [[1, 2]]
     assert (await received.next()).message_id == sent["id"]
+    assert [guild.id for guild in adapter._client.guilds] == [mine.id]
 
 
 async def test_two_accounts_must_share_one_pair_of_addresses(

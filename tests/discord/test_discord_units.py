@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -129,7 +128,7 @@ def test_the_name_prefix_always_fits_in_discords_limit() -> None:
 def test_send_errors_outside_http_are_classified() -> None:
     limited = send_error(discord.RateLimited(41.5), "send")
     dropped = send_error(aiohttp.ServerDisconnectedError(), "send")
-    slow = send_error(asyncio.TimeoutError(), "send")
+    slow = send_error(TimeoutError(), "send")
     odd = send_error(ValueError("what"), "send")
 
     assert isinstance(limited, TransientSendError) and limited.retry_after == 41.5
