@@ -20,18 +20,12 @@ def register(subparsers: Any) -> None:
         "discord", help="Discord helpers (invite-url)",
         description="Helpers for the Discord accounts of a config file.",
     )
-    parser.set_defaults(handler=lambda _args: _usage(parser))
-    commands = parser.add_subparsers(dest="discord_command", metavar="ACTION")
+    commands = parser.add_subparsers(dest="discord_command", metavar="ACTION", required=True)
     invite = commands.add_parser(
         "invite-url", help="print the URL that adds the bot to a server with its permissions"
     )
     invite.add_argument("-c", "--config", required=True, metavar="FILE", help="config file")
     invite.set_defaults(handler=run_invite_url)
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return EXIT_INVALID
 
 
 def run_invite_url(args: argparse.Namespace) -> int:

@@ -7,7 +7,6 @@ points at it (the adapter claims the addresses while it runs and gives them back
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -22,6 +21,7 @@ from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound
 from bridge.store.memory import MemoryStore
 from tests.fakes.discord import BOT_TOKEN, FakeDiscord, FakeGuild
+from tests.support.received import Received
 
 for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(
@@ -30,24 +30,6 @@ for _name in ("NO_PROXY", "no_proxy"):
 
 TOKEN = BOT_TOKEN
 WAIT = 10.0
-
-
-class Received:
-    """The adapter's sink: every Inbound, in order."""
-
-    def __init__(self) -> None:
-        self.items: list[Inbound] = []
-        self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
-
-    async def __call__(self, inbound: Inbound) -> None:
-        self.items.append(inbound)
-        self._queue.put_nowait(inbound)
-
-    async def next(self, timeout: float = 5.0) -> Inbound:
-        return await asyncio.wait_for(self._queue.get(), timeout)
-
-    def empty(self) -> bool:
-        return self._queue.empty()
 
 
 @dataclass

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -135,7 +134,7 @@ async def test_a_long_reply_is_split_at_the_limit_never_inside_a_code_block(
     system.fake.push_message(system.chat, system.server.ada, "@Writer the report please")
 
     await system.shown(lambda posts: len(by(posts, "Writer")) >= 3)
-    await system.app.relay.outbox.wait_idle()
+    await system.wait_delivered()
 
     texts = [part.content for part in by(system.fake.from_bridge(system.chat), "Writer")]
     assert len(texts) == 3 and all(len(text) <= 2000 for text in texts)
@@ -203,22 +202,14 @@ async def test_restart_with_replies_queued_delivers_them_once(start_system) -> N
     fake.fail_always("execute_webhook", status=503)
     for n in range(3):
         fake.push_message(first.chat, first.server.ada, f"queued {n}")
-    relay = first.app.relay
-    assert relay is not None
-    async with asyncio.timeout(WAIT):
-        while relay.outbox.pending_count() < 3:
-            await asyncio.sleep(0.01)
-    for bot in first.bots:
-        await bot.stop()
-    first.bots = []
-    await first.app.stop()
+    await first.wait_queued(3)
+    await first.stop()
     assert fake.from_bridge(first.chat) == []
 
     fake.recover("execute_webhook")
     second = await start_system(bots=False)
     await second.shown(lambda posts: len(posts) == 3)
-    assert second.app.relay is not None
-    await second.app.relay.outbox.wait_idle()
+    await second.wait_delivered()
 
     posts = fake.from_bridge(second.chat)
     assert [(p.author, p.content) for p in posts] == [("Echo", f"queued {n}") for n in range(3)]

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 from aiohttp import WSMsgType, web
 
 from tests.fakes import discord_payloads as p
+from tests.fakes.local_server import serve_locally
 
 T = TypeVar("T")
 
@@ -292,13 +293,7 @@ class FakeDiscord:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def start(self) -> str:
-        runner = web.AppRunner(self.app, shutdown_timeout=0.5, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        port = runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_locally(self.app)
         return self.url
 
     async def stop(self) -> None:
@@ -783,15 +778,22 @@ class FakeDiscord:
             return _json(data)
         return web.Response(status=204)
 
-    async def _edit_webhook_message(self, request: web.Request, call: Call) -> web.Response:
-        if int(call.params["webhook"]) == BOT_ID:
-            return await self._edit_followup(call)
+    def _webhook_message(self, call: Call) -> dict[str, Any] | web.Response:
+        """The message a webhook route names, if that webhook posted it."""
         hook = self._webhook(call)
         if isinstance(hook, web.Response):
             return hook
         data = self.messages.get(int(call.params["message"]))
         if data is None or data.get("webhook_id") != str(hook.id):
             return _error(404, 10008, "Unknown Message")
+        return data
+
+    async def _edit_webhook_message(self, request: web.Request, call: Call) -> web.Response:
+        if int(call.params["webhook"]) == BOT_ID:
+            return await self._edit_followup(call)
+        data = self._webhook_message(call)
+        if isinstance(data, web.Response):
+            return data
         body = call.body or {}
         if (problem := _check_content(body.get("content"))) is not None:
             return problem
@@ -801,12 +803,9 @@ class FakeDiscord:
     async def _delete_webhook_message(self, request: web.Request, call: Call) -> web.Response:
         if int(call.params["webhook"]) == BOT_ID:
             return await self._delete_followup(call)
-        hook = self._webhook(call)
-        if isinstance(hook, web.Response):
-            return hook
-        data = self.messages.get(int(call.params["message"]))
-        if data is None or data.get("webhook_id") != str(hook.id):
-            return _error(404, 10008, "Unknown Message")
+        data = self._webhook_message(call)
+        if isinstance(data, web.Response):
+            return data
         self._delete(data)
         return web.Response(status=204)
 
@@ -879,27 +878,27 @@ class FakeDiscord:
         await self._deliver(data, dispatch=not ephemeral)
         return _json(data)
 
-    async def _edit_followup(self, call: Call) -> web.Response:
+    def _followup_message(self, call: Call) -> dict[str, Any] | web.Response:
+        """The interaction message a followup route names (`@original` or an id)."""
         found = self._interaction_by_token(call.params["token"])
         if found is None or found.expired:
             return _error(401, 50027, "Invalid Webhook Token")
-        message_id = found.original if call.params["message"] == "@original" else int(
-            call.params["message"])
+        wanted = call.params["message"]
+        message_id = found.original if wanted == "@original" else int(wanted)
         data = self.messages.get(message_id or 0)
-        if data is None:
-            return _error(404, 10008, "Unknown Message")
+        return data if data is not None else _error(404, 10008, "Unknown Message")
+
+    async def _edit_followup(self, call: Call) -> web.Response:
+        data = self._followup_message(call)
+        if isinstance(data, web.Response):
+            return data
         self._edit(data, (call.body or {})["content"], (call.body or {}).get("allowed_mentions"))
         return _json(data)
 
     async def _delete_followup(self, call: Call) -> web.Response:
-        found = self._interaction_by_token(call.params["token"])
-        if found is None or found.expired:
-            return _error(401, 50027, "Invalid Webhook Token")
-        message_id = found.original if call.params["message"] == "@original" else int(
-            call.params["message"])
-        data = self.messages.get(message_id or 0)
-        if data is None:
-            return _error(404, 10008, "Unknown Message")
+        data = self._followup_message(call)
+        if isinstance(data, web.Response):
+            return data
         self._delete(data)
         return web.Response(status=204)
 
