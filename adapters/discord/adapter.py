@@ -15,10 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
 import discord
@@ -36,13 +35,7 @@ from adapters.discord.commands import (
 )
 from adapters.discord.config import DiscordAccountConfig
 from adapters.discord.directory import ServerDirectory
-from adapters.discord.errors import (
-    DiscordStartError,
-    is_expired_interaction,
-    is_gone,
-    is_unknown_webhook,
-    send_error,
-)
+from adapters.discord.errors import DiscordStartError, send_error
 from adapters.discord.inbound import (
     CHANNEL_TYPE,
     Location,
@@ -52,10 +45,11 @@ from adapters.discord.inbound import (
     sender_of,
     to_inbound,
 )
-from adapters.discord.outbound import MAX_TEXT, allowed_mentions, webhook_username, with_prefix
+from adapters.discord.outbound import MAX_TEXT
+from adapters.discord.posting import DISCORD_ERRORS, Poster
 from adapters.discord.redaction import protect_tokens
 from adapters.discord.startup import GatewayConnection, build_client
-from adapters.discord.webhooks import ChannelWebhooks, WebhookChannel
+from adapters.discord.webhooks import ChannelWebhooks
 from bridge.background import Background
 from bridge.core.adapter import (
     Adapter,
@@ -64,6 +58,7 @@ from bridge.core.adapter import (
     PermanentSendError,
     TransientSendError,
 )
+from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef, Sender
 from bridge.text import StaticDirectory, from_platform
 
@@ -72,29 +67,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-T = TypeVar("T")
-
 SEND_WAIT = 10.0
 """How long a send waits for the first connection before the outbox is told to retry."""
-
-DISCORD_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError)
-
-
-@dataclass(frozen=True, slots=True)
-class Place:
-    """Where an outbound message goes, in the core's terms and in Discord's."""
-
-    chat_id: str
-    lane_thread: str | None
-    """The thread the core's lane names (it goes back into `PlatformRef`)."""
-    parent: WebhookChannel | None
-    """The channel whose webhook posts here (None: not a channel webhooks can post in)."""
-    thread: int | None
-    """The Discord thread to post in, if any."""
-
-    @property
-    def post_id(self) -> int:
-        return self.thread or int(self.chat_id)
 
 
 class DiscordAdapter(Adapter):
@@ -125,10 +99,12 @@ class DiscordAdapter(Adapter):
         self._session: aiohttp.ClientSession | None = None
         self._webhooks: ChannelWebhooks | None = None
         self._commands: CommandSync | None = None
+        self._poster: Poster | None = None
         self._cursors: Cursors | None = None
         self._locks = ChannelLocks()
         self._gate = asyncio.Event()
         """Open while live events may be relayed; closed while catching up on history."""
+        self._stopping = False
         self._ready = asyncio.Event()
         self._background = Background(f"discord:{account}")
         self._bound_chats: frozenset[str] = frozenset()
@@ -141,6 +117,7 @@ class DiscordAdapter(Adapter):
 
     async def start(self) -> None:
         config = self.settings
+        self._stopping = False
         protect_tokens(config.token.get_secret_value())
         try:
             endpoints.claim(config.api_base_url, config.gateway_url)
@@ -185,6 +162,8 @@ class DiscordAdapter(Adapter):
         }.items():
             setattr(client, name, handler)
         self._client = client
+        self._poster = Poster(self.channel, client, config, self.state, self._webhooks,
+                              self._session)
         self._connection = GatewayConnection(client, config, self.account, self._connection_lost)
         await self._connection.open()
 
@@ -195,15 +174,16 @@ class DiscordAdapter(Adapter):
         log.info("discord:%s stopped", self.account)
 
     async def _close(self) -> None:
+        self._stopping = True
         self._ready.clear()
-        self._gate.clear()
+        self._gate.set()  # let waiting event handlers run to their end (they see _stopping)
         await self._background.cancel_all()
         connection, self._connection = self._connection, None
         if connection is not None:
             await connection.close()
         elif self._client is not None:
             await self._client.close()
-        self._client = None
+        self._client = self._poster = None
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -216,20 +196,9 @@ class DiscordAdapter(Adapter):
         self._ready.clear()
         log.error("%s; no more Discord messages are relayed until the bridge restarts", failure)
 
-    def use_bindings(self, bindings: list[Any]) -> None:
+    def use_bindings(self, bindings: list[Binding]) -> None:
         super().use_bindings(bindings)
         self._bound_chats = frozenset(binding.chat for binding in bindings)
-
-    async def _connected(self) -> discord.Client:
-        """The client, once it has been ready; the outbox may call before `start()` ends."""
-        if not self._ready.is_set():
-            try:
-                async with asyncio.timeout(SEND_WAIT):
-                    await self._ready.wait()
-            except TimeoutError:
-                raise TransientSendError(f"{self.channel} is not connected to Discord") from None
-        assert self._client is not None
-        return self._client
 
     # -- gateway events ----------------------------------------------------------------
 
@@ -282,13 +251,21 @@ class DiscordAdapter(Adapter):
 
     # -- inbound -----------------------------------------------------------------------
 
-    async def _on_message(self, message: discord.Message) -> None:
+    async def _live(self) -> bool:
+        """Wait at the gate (first `await` of every handler, so they keep gateway order);
+        False once the adapter is stopping."""
         await self._gate.wait()
+        return not self._stopping
+
+    async def _on_message(self, message: discord.Message) -> None:
+        if not await self._live():
+            return
         async with self._locks(message.channel.id):
             await self._relay(message)
 
     async def _on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        await self._gate.wait()
+        if not await self._live():
+            return
         async with self._locks(payload.channel_id):
             message = payload.message
             if message.edited_at is None:
@@ -298,7 +275,8 @@ class DiscordAdapter(Adapter):
             await self._relay(message, edit=True)
 
     async def _on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        await self._gate.wait()
+        if not await self._live():
+            return
         async with self._locks(payload.channel_id):
             sender, text = await self._deleted_author(payload)
             if sender is None:
@@ -421,7 +399,8 @@ class DiscordAdapter(Adapter):
             timestamp=interaction.created_at,
             raw={"interaction_id": record.id, "channel_id": str(channel_id)},
         )
-        await self._gate.wait()
+        if not await self._live():
+            return
         async with self._locks(channel_id):
             await self.sink(inbound)
 
@@ -447,50 +426,43 @@ class DiscordAdapter(Adapter):
 
     # -- bindings and servers ----------------------------------------------------------
 
-    def _bound_channels(self) -> list[Any]:
+    def _bound_channels(self) -> list[tuple[Binding, Any]]:
+        """Each binding with the channel discord.py knows for it (None: cannot see it)."""
         client = self._client
-        if client is None:
-            return []
-        found = []
-        for binding in self.bindings:
-            channel = client.get_channel(int(binding.chat)) if binding.chat.isdigit() else None
-            if channel is not None:
-                found.append(channel)
-        return found
+        return [
+            (binding, client.get_channel(int(binding.chat))
+             if client is not None and binding.chat.isdigit() else None)
+            for binding in self.bindings
+        ]
 
     def _bound_guilds(self) -> set[int]:
-        return {channel.guild.id for channel in self._bound_channels()
+        return {channel.guild.id for _, channel in self._bound_channels()
                 if getattr(channel, "guild", None) is not None}
 
     def _history_channels(self) -> list[HistoryChannel]:
         """Every channel whose history backfill reads: bound channels and their threads."""
         found: dict[int, HistoryChannel] = {}
-        for binding in self.bindings:
-            channel = self._client.get_channel(int(binding.chat)) if (
-                self._client and binding.chat.isdigit()) else None
-            if channel is None:
+        for binding, channel in self._bound_channels():
+            guild = getattr(channel, "guild", None)
+            if guild is None:
                 continue
-            if binding.thread is not None and binding.thread.isdigit():
-                thread = channel.guild.get_thread(int(binding.thread))
+            if binding.thread is not None:
+                thread = guild.get_thread(int(binding.thread)) if binding.thread.isdigit() else None
                 if thread is not None:
                     found[thread.id] = thread
                 continue
             if isinstance(channel, HistoryChannel):
                 found[channel.id] = channel
-            guild = getattr(channel, "guild", None)
-            for thread in guild.threads if guild is not None else ():
+            for thread in guild.threads:
                 if thread.parent_id == channel.id:
                     found[thread.id] = thread
         return list(found.values())
 
     def _log_bindings(self) -> None:
-        client = self._client
-        assert client is not None
-        for binding in self.bindings:
-            channel = client.get_channel(int(binding.chat)) if binding.chat.isdigit() else None
+        shards = (" (or its server is on a shard another instance runs)"
+                  if self.settings.shard_count else "")
+        for binding, channel in self._bound_channels():
             if channel is None:
-                shards = (" (or its server is on a shard another instance runs)"
-                          if self.settings.shard_count else "")
                 log.warning(
                     "discord:%s cannot see channel %s of a binding%s: check the id (Developer "
                     "Mode → right-click the channel → Copy Channel ID) and that the bot is in "
@@ -500,193 +472,33 @@ class DiscordAdapter(Adapter):
 
     # -- outbound ----------------------------------------------------------------------
 
-    def _place(self, chat_id: str, thread_id: str | None) -> Place:
-        if not chat_id.isdigit():
-            raise PermanentSendError(f"{self.channel}: {chat_id!r} is not a Discord channel id")
-        client = self._client
-        channel = client.get_channel(int(chat_id)) if client is not None else None
-        thread = int(thread_id) if thread_id and thread_id.isdigit() else None
-        parent: object = channel
-        if isinstance(channel, discord.Thread):  # a thread bound as a chat of its own
-            thread, parent = channel.id, channel.parent
-        hook_channel = parent if isinstance(parent, WebhookChannel) else None
-        return Place(chat_id, thread_id, hook_channel, thread)
+    async def _poster_ready(self) -> Poster:
+        """The poster, once the client has been ready; the outbox may call before `start()`
+        has returned (it resumes queued replies first)."""
+        if not self._ready.is_set():
+            try:
+                async with asyncio.timeout(SEND_WAIT):
+                    await self._ready.wait()
+            except TimeoutError:
+                raise TransientSendError(f"{self.channel} is not connected to Discord") from None
+        assert self._poster is not None
+        return self._poster
 
     async def send(self, out: Outbound) -> PlatformRef:
-        client = await self._connected()
-        place = self._place(out.binding.chat, out.thread_id or out.binding.thread)
-        mentions = allowed_mentions(out.text, out.binding)
-        reply_to = out.reply_to
-        if reply_to:
-            answered = await self._answer_interaction(reply_to, out, place, mentions)
-            if answered is not None:
-                return answered
-            if await self.state.get(f"interaction:{reply_to}") is not None:
-                reply_to = None  # an interaction id is no message to reply to
-        if out.binding.display != "prefix" and place.parent is not None:
-            posted = await self._post_by_webhook(place, out, mentions)
-            if posted is not None:
-                return posted
-        return await self._post_as_bot(client, place, out, mentions, reply_to)
-
-    async def _webhook(self, place: Place) -> discord.Webhook | None:
-        assert self._webhooks is not None and place.parent is not None
-        try:
-            return await self._webhooks.for_channel(place.parent)
-        except DISCORD_ERRORS as exc:
-            raise send_error(exc, "find the channel's webhook") from exc
-
-    async def _in_time(self, call: Awaitable[T], action: str) -> T:
-        """A webhook call, bounded: discord.py's webhook client sleeps through 429s and 5xx."""
-        try:
-            async with asyncio.timeout(self.settings.webhook_timeout):
-                return await call
-        except TimeoutError:
-            raise TransientSendError(
-                f"{self.channel} {action}: no answer within webhook_timeout "
-                f"({self.settings.webhook_timeout:g}s)"
-            ) from None
-
-    async def _post_by_webhook(
-        self, place: Place, out: Outbound, mentions: discord.AllowedMentions
-    ) -> PlatformRef | None:
-        """Post under the bot's name; None when this channel has no webhook for the bridge."""
-        assert self._webhooks is not None and place.parent is not None
-        for attempt in (1, 2):
-            hook = await self._webhook(place)
-            if hook is None:
-                return None
-            try:
-                message = await self._in_time(hook.send(
-                    out.text,
-                    username=webhook_username(out.sender_label),
-                    avatar_url=self.settings.avatar_for(out.sender_label) or discord.utils.MISSING,
-                    allowed_mentions=mentions,
-                    thread=discord.Object(place.thread) if place.thread else discord.utils.MISSING,
-                    wait=True,
-                ), "execute webhook")
-            except DISCORD_ERRORS as exc:
-                if attempt == 1 and is_unknown_webhook(exc):
-                    log.info("discord:%s: the webhook of #%s was deleted; making a new one",
-                             self.account, place.parent.name)
-                    self._webhooks.forget(place.parent.id)
-                    continue
-                raise send_error(exc, "execute webhook") from exc
-            await self.state.put(f"sent:{message.id}", {"via": "webhook", "webhook": str(hook.id)})
-            return PlatformRef(place.chat_id, str(message.id), place.lane_thread)
-        return None
-
-    async def _post_as_bot(
-        self, client: discord.Client, place: Place, out: Outbound,
-        mentions: discord.AllowedMentions, reply_to: str | None,
-    ) -> PlatformRef:
-        channel = client.get_partial_messageable(place.post_id)
-        reference = (
-            discord.MessageReference(message_id=int(reply_to), channel_id=channel.id,
-                                     fail_if_not_exists=False)
-            if reply_to and reply_to.isdigit() else None
-        )
-        try:
-            message = await channel.send(
-                with_prefix(out.sender_label, out.text), allowed_mentions=mentions,
-                reference=reference,  # type: ignore[arg-type]
-            )
-        except DISCORD_ERRORS as exc:
-            raise send_error(exc, "send message") from exc
-        await self.state.put(f"sent:{message.id}", {"via": "bot", "channel": str(channel.id)})
-        return PlatformRef(place.chat_id, str(message.id), place.lane_thread)
-
-    async def _answer_interaction(
-        self, interaction_id: str, out: Outbound, place: Place, mentions: discord.AllowedMentions
-    ) -> PlatformRef | None:
-        """Answer a slash command through its interaction; None: answer in the channel."""
-        record = await self._interaction(interaction_id)
-        if record is None or not record.usable(datetime.now(UTC)):
-            return None
-        assert self._session is not None
-        try:
-            message = await self._in_time(record.webhook(self._session).send(
-                out.text, ephemeral=record.ephemeral, allowed_mentions=mentions, wait=True
-            ), "answer a slash command")
-        except DISCORD_ERRORS as exc:
-            if is_expired_interaction(exc):
-                log.info("discord:%s: a slash command can no longer be answered directly; "
-                         "answering in the channel", self.account)
-                return None
-            raise send_error(exc, "answer a slash command") from exc
-        await self.state.put(f"sent:{message.id}", {"via": "interaction", "interaction": record.id})
-        return PlatformRef(place.chat_id, str(message.id), place.lane_thread)
-
-    async def _interaction(self, interaction_id: str) -> InteractionRecord | None:
-        found = await self.state.get(f"interaction:{interaction_id}")
-        return InteractionRecord.from_record(found) if found else None
+        return await (await self._poster_ready()).send(out)
 
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
-        client = await self._connected()
-        place = self._place(ref.chat_id, ref.thread_id)
-        mentions = allowed_mentions(out.text, out.binding)
-        message_id = int(ref.message_id)
-        sent = await self.state.get(f"sent:{ref.message_id}") or {}
-        try:
-            if sent.get("via") == "bot":
-                partial = client.get_partial_messageable(int(sent.get("channel") or place.post_id))
-                await partial.get_partial_message(message_id).edit(
-                    content=with_prefix(out.sender_label, out.text), allowed_mentions=mentions
-                )
-                return
-            hook, thread = await self._posted_through(sent, place)
-            await self._in_time(hook.edit_message(
-                message_id, content=out.text, allowed_mentions=mentions, thread=thread
-            ), "edit a webhook message")
-        except DISCORD_ERRORS as exc:
-            raise send_error(exc, "edit message") from exc
+        await (await self._poster_ready()).edit(ref, out)
 
     async def delete(self, ref: PlatformRef) -> None:
-        client = await self._connected()
-        place = self._place(ref.chat_id, ref.thread_id)
-        message_id = int(ref.message_id)
-        sent = await self.state.get(f"sent:{ref.message_id}") or {}
-        try:
-            if sent.get("via") == "bot":
-                partial = client.get_partial_messageable(int(sent.get("channel") or place.post_id))
-                await partial.get_partial_message(message_id).delete()
-                return
-            hook, thread = await self._posted_through(sent, place)
-            await self._in_time(hook.delete_message(message_id, thread=thread),
-                                "delete a webhook message")
-        except DISCORD_ERRORS as exc:
-            if is_gone(exc):
-                return  # already deleted: what was asked for
-            raise send_error(exc, "delete message") from exc
-
-    async def _posted_through(
-        self, sent: dict[str, Any], place: Place
-    ) -> tuple[discord.Webhook, Any]:
-        """The webhook a message was posted by (a channel's, or an interaction's)."""
-        thread = discord.Object(place.thread) if place.thread else discord.utils.MISSING
-        if sent.get("via") == "interaction":
-            record = await self._interaction(str(sent.get("interaction")))
-            if record is None or not record.usable(datetime.now(UTC)):
-                raise PermanentSendError(
-                    f"{self.channel}: a slash command's answer can no longer be changed"
-                )
-            assert self._session is not None
-            return record.webhook(self._session), discord.utils.MISSING
-        hook = await self._webhook(place) if place.parent is not None else None
-        if hook is None or (sent.get("webhook") and sent["webhook"] != str(hook.id)):
-            raise PermanentSendError(
-                f"{self.channel}: the message was posted by a webhook that no longer exists"
-            )
-        return hook, thread
+        await (await self._poster_ready()).delete(ref)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """A cosmetic hint: failures are logged, never raised, and never retried."""
-        client = self._client
-        if client is None or not self._ready.is_set():
+        if self._poster is None or not self._ready.is_set():
             return
         try:
-            place = self._place(chat_id, thread_id)
-            await client.get_partial_messageable(place.post_id).typing()
+            await self._poster.typing(chat_id, thread_id)
         except (*DISCORD_ERRORS, PermanentSendError) as exc:
             log.debug("discord:%s typing indicator failed: %s", self.account, exc)
 
