@@ -245,3 +245,15 @@ async def test_requests_as_a_slash_command_answers_only_the_caller(start_system)
     answer = fake.posted[interaction.original]
     assert answer.content == "No open requests in this chat." and answer.ephemeral
     assert fake.from_bridge(server.general) == []
+
+
+async def test_with_relay_edits_the_bots_hear_of_an_edit(start_system) -> None:
+    system = await start_system(stream=False, binding={"relay_edits": True})
+    fake = system.fake
+    said = fake.push_message(system.chat, system.server.ada, "teh plan")
+    await system.shown(lambda posts: by(posts, "Echo"))
+
+    fake.push_edit(int(said["id"]), "the plan")
+
+    replies = await system.shown(lambda posts: len(by(posts, "Echo")) == 2 and by(posts, "Echo"))
+    assert [reply.content for reply in replies] == ["teh plan", "(edited) the plan"]
