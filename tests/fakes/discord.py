@@ -7,12 +7,12 @@ One aiohttp server on 127.0.0.1 speaks what discord.py speaks to Discord:
   create, execute with `?wait&thread_id`, edit and delete their messages), guild application
   commands (`PUT`), interaction callbacks and followups. JSON answers carry exactly
   `Content-Type: application/json` (discord.py reads anything else as text).
-- The gateway at `/gateway/` (`gateway_url`): HELLO, heartbeat ACK, IDENTIFY → READY (with
-  `resume_gateway_url`, pointing at `/resume-gateway/` of this same server) → GUILD_CREATE,
-  REQUEST_GUILD_MEMBERS → GUILD_MEMBERS_CHUNK, RESUME → the missed events → RESUMED, and
-  INVALID_SESSION for a session it does not know. Content is blanked unless IDENTIFY asked
-  for the message content intent, as Discord does; a privileged intent the "developer
-  portal" has off closes the socket with 4014, a wrong token with 4004.
+- The gateway at `/gateway/` (`gateway_url`), in `tests/fakes/discord_gateway.py`: HELLO,
+  heartbeat ACK, IDENTIFY → READY (whose `resume_gateway_url` points at `/resume-gateway/`
+  of this same server) → GUILD_CREATE, REQUEST_GUILD_MEMBERS → GUILD_MEMBERS_CHUNK, RESUME →
+  the missed events → RESUMED, INVALID_SESSION for a session it forgot. Content is blanked
+  unless IDENTIFY asked for the message content intent, as Discord does; a privileged intent
+  the "developer portal" has off closes the socket with 4014, a wrong token with 4004.
 - Events: MESSAGE_CREATE for every post — a webhook's carries `webhook_id`, and is sent
   *before* the REST call that made it returns, as Discord often does — MESSAGE_UPDATE,
   MESSAGE_DELETE, GUILD_ROLE_UPDATE, INTERACTION_CREATE.
@@ -31,15 +31,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
-from aiohttp import WSMsgType, web
+from aiohttp import web
 
 from tests.fakes import discord_payloads as p
+from tests.fakes.discord_gateway import FakeGateway, Session
 from tests.fakes.local_server import serve_locally
 
 T = TypeVar("T")
@@ -48,7 +48,6 @@ API = "/api/v10"
 BOT_TOKEN = "MTIzNDU2Nzg5MDEyMzQ1Njc4.GzZ1aB.aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789abcd"
 BOT_ID = 123456789012345678
 """The id the token's first part encodes (base64 of "123456789012345678")."""
-HEARTBEAT_MS = 41_250
 Handler = Callable[[web.Request, "Call"], Awaitable[web.StreamResponse]]
 
 
@@ -133,23 +132,6 @@ class FakeInteraction:
     expired: bool = False
 
 
-@dataclass
-class Session:
-    """A gateway session: survives its socket, so a RESUME can replay what it missed."""
-
-    id: str
-    shard: tuple[int, int]
-    intents: int
-    frames: list[dict[str, Any]] = field(default_factory=list)
-    changed: asyncio.Event = field(default_factory=asyncio.Event)
-    socket: web.WebSocketResponse | None = None
-    valid: bool = True
-
-    def covers(self, guild_id: int | None) -> bool:
-        shard_id, count = self.shard
-        return guild_id is None or (guild_id >> 22) % count == shard_id
-
-
 class FakeDiscord:
     """The fake server. `await start()`; then `api_url` and `gateway_url` go in the config."""
 
@@ -172,22 +154,17 @@ class FakeDiscord:
         self.commands: dict[int, list[dict[str, Any]]] = {}
         self.interactions: dict[int, FakeInteraction] = {}
         self.calls: list[Call] = []
-        self.gateway_frames: list[dict[str, Any]] = []
-        self.gateway_paths: list[str] = []
-        self.sessions: list[Session] = []
         self.faults: list[Fault] = []
         self.outages: dict[str, Fault] = {}
         self.echo_before_response = True
         self.answer_identify = True
         """False: IDENTIFY is never answered (a gateway that never gets ready)."""
-        self._sockets: set[web.WebSocketResponse] = set()
-        self._transports: dict[web.WebSocketResponse, Any] = {}
         self._changed = asyncio.Event()
         self._runner: web.AppRunner | None = None
         self.url = ""
+        self.gateway = FakeGateway(self)
         app = web.Application()
-        for path in ("/gateway/", "/gateway", "/resume-gateway/", "/resume-gateway"):
-            app.router.add_get(path, self._gateway)
+        self.gateway.routes(app)
         self._routes(app)
         self.app = app
 
@@ -272,20 +249,14 @@ class FakeDiscord:
 
     async def drop_gateway(self) -> None:
         """Cut every gateway connection without a close frame (a network drop)."""
-        for socket in list(self._sockets):
-            transport = self._transports.get(socket)
-            if transport is not None:
-                transport.abort()
-        await self.wait_until(lambda: not self._sockets)
+        await self.gateway.drop()
 
     async def close_gateway(self, code: int, message: str = "") -> None:
-        for socket in list(self._sockets):
-            await socket.close(code=code, message=message.encode())
+        await self.gateway.close(code, message)
 
     def invalidate_sessions(self) -> None:
         """Discord forgot every session: the next RESUME gets INVALID_SESSION."""
-        for session in self.sessions:
-            session.valid = False
+        self.gateway.invalidate()
 
     def expire_interaction(self, interaction_id: int) -> None:
         self.interactions[interaction_id].expired = True
@@ -297,9 +268,7 @@ class FakeDiscord:
         return self.url
 
     async def stop(self) -> None:
-        for socket in list(self._sockets):
-            with contextlib.suppress(Exception):
-                await socket.close(code=1001)
+        await self.gateway.close(1001)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -407,118 +376,36 @@ class FakeDiscord:
         return [posted for posted in self.shown(channel_id)
                 if posted.webhook_id in self.webhooks or posted.author == self.bot["username"]]
 
+    @property
+    def sessions(self) -> list[Session]:
+        return self.gateway.sessions
+
+    @property
+    def gateway_frames(self) -> list[dict[str, Any]]:
+        """Every frame the clients sent over the gateway, in order."""
+        return self.gateway.frames
+
+    @property
+    def gateway_paths(self) -> list[str]:
+        return self.gateway.paths
+
     def identifies(self) -> list[dict[str, Any]]:
-        return [frame["d"] for frame in self.gateway_frames if frame.get("op") == 2]
+        return [frame["d"] for frame in self.gateway.frames if frame.get("op") == 2]
 
     def resumes(self) -> list[dict[str, Any]]:
-        return [frame["d"] for frame in self.gateway_frames if frame.get("op") == 6]
-
-    # -- events --------------------------------------------------------------------------
+        return [frame["d"] for frame in self.gateway.frames if frame.get("op") == 6]
 
     def dispatch(self, event: str, data: dict[str, Any], guild_id: int | None = None) -> None:
         """Send an event to every live session that covers the guild (kept for resumes)."""
-        for session in self.sessions:
-            if session.valid and session.covers(guild_id):
-                self._send_event(session, event, self._as_seen_by(session, event, data))
-        self._note_change()
+        self.gateway.dispatch(event, data, guild_id)
 
-    def _send_event(self, session: Session, event: str, data: dict[str, Any]) -> None:
-        session.frames.append({"op": 0, "t": event, "s": len(session.frames) + 1, "d": data})
-        session.changed.set()
-
-    def _as_seen_by(self, session: Session, event: str, data: dict[str, Any]) -> dict[str, Any]:
-        """Discord strips content from messages unless the message content intent is on
-        (except the bot's own messages and those that mention it)."""
-        if event not in ("MESSAGE_CREATE", "MESSAGE_UPDATE"):
-            return data
-        if session.intents & p.MESSAGE_CONTENT_INTENT:
-            return data
-        if data["author"]["id"] == self.bot["id"] or any(
-            m["id"] == self.bot["id"] for m in data.get("mentions", [])
-        ):
-            return data
-        return {**data, "content": "", "embeds": [], "attachments": [], "components": []}
-
-    def _note_change(self) -> None:
+    def note_change(self) -> None:
         self._changed.set()
 
-    # -- the gateway ---------------------------------------------------------------------
+    # -- what the gateway tells a new session ---------------------------------------------
 
-    async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
-        socket = web.WebSocketResponse(autoping=True)
-        await socket.prepare(request)
-        self.gateway_paths.append(request.path)
-        self._sockets.add(socket)
-        self._transports[socket] = request.transport
-        writer: asyncio.Task[None] | None = None
-        try:
-            await socket.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": HEARTBEAT_MS}}))
-            async for msg in socket:
-                if msg.type is not WSMsgType.TEXT:
-                    continue
-                frame = json.loads(msg.data)
-                self.gateway_frames.append(frame)
-                self._note_change()
-                op, data = frame.get("op"), frame.get("d")
-                if op == 1:
-                    await socket.send_str(json.dumps({"op": 11}))
-                elif op in (2, 6):
-                    session = await (self._identify if op == 2 else self._resume)(socket, data)
-                    if session is not None and writer is None:
-                        start = len(session.frames) if op == 2 else int(data.get("seq") or 0)
-                        if op == 2:
-                            self._hello_events(session)
-                        else:
-                            self._send_event(session, "RESUMED", {})
-                        writer = asyncio.create_task(self._write(socket, session, start))
-                elif op == 8:
-                    self._member_chunk(data)
-        finally:
-            self._sockets.discard(socket)
-            self._transports.pop(socket, None)
-            if writer is not None:
-                writer.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await writer
-            for session in self.sessions:
-                if session.socket is socket:
-                    session.socket = None
-            self._note_change()
-        return socket
-
-    async def _write(self, socket: web.WebSocketResponse, session: Session, start: int) -> None:
-        """Send the session's events from `start` on, in order, as they come."""
-        index = start
-        while not socket.closed:
-            if index < len(session.frames):
-                await socket.send_str(json.dumps(session.frames[index]))
-                index += 1
-                continue
-            session.changed.clear()
-            if index < len(session.frames):
-                continue
-            await session.changed.wait()
-
-    async def _identify(self, socket: web.WebSocketResponse, data: dict[str, Any]
-                        ) -> Session | None:  # fmt: skip
-        if not self.answer_identify:
-            return None
-        if data.get("token") != self.token:
-            await socket.close(code=4004, message=b"Authentication failed.")
-            return None
-        intents = int(data.get("intents") or 0)
-        refused = [name for name, bit in p.PRIVILEGED_INTENTS.items()
-                   if intents & bit and name not in self.privileged_enabled]
-        if refused:
-            await socket.close(code=4014, message=b"Disallowed intent(s).")
-            return None
-        shard = tuple(data.get("shard") or (0, 1))
-        session = Session(secrets.token_hex(16), (int(shard[0]), int(shard[1])), intents,
-                          socket=socket)
-        self.sessions.append(session)
-        return session
-
-    def _hello_events(self, session: Session) -> None:
+    def ready_events(self, session: Session) -> list[tuple[str, dict[str, Any]]]:
+        """READY, then one GUILD_CREATE per server of the session's shard."""
         mine = [guild for guild in self.guilds.values() if session.covers(guild.id)]
         ready = {
             "v": 10, "user": {**self.bot, "verified": True, "mfa_enabled": False, "flags": 0},
@@ -529,20 +416,10 @@ class FakeDiscord:
             "private_channels": [], "relationships": [], "presences": [],
             "guild_join_requests": [], "geo_ordered_rtc_regions": [], "user_settings": {},
         }
-        self._send_event(session, "READY", ready)
-        for guild in mine:
-            self._send_event(session, "GUILD_CREATE", self._guild_payload(guild, session))
+        return [("READY", ready),
+                *[("GUILD_CREATE", self._guild_payload(guild, session)) for guild in mine]]
 
-    async def _resume(self, socket: web.WebSocketResponse, data: dict[str, Any]
-                      ) -> Session | None:  # fmt: skip
-        found = next((s for s in self.sessions if s.id == data.get("session_id")), None)
-        if found is None or not found.valid or data.get("token") != self.token:
-            await socket.send_str(json.dumps({"op": 9, "d": False}))
-            return None
-        found.socket = socket
-        return found
-
-    def _member_chunk(self, data: dict[str, Any]) -> None:
+    def member_chunk(self, data: dict[str, Any]) -> None:
         guild = self.guilds.get(int(data["guild_id"]))
         if guild is None:
             return
@@ -571,6 +448,7 @@ class FakeDiscord:
         for message_id in sorted(self.messages):
             last[int(self.messages[message_id]["channel_id"])] = str(message_id)
         return last
+
 
     # -- REST ----------------------------------------------------------------------------
 
@@ -616,7 +494,7 @@ class FakeDiscord:
             call = Call(method, name, request.path, dict(request.query), body,
                         dict(request.match_info))
             self.calls.append(call)
-            self._note_change()
+            self.note_change()
             fault = self._take_fault(name)
             if fault is not None:
                 if fault.drop:
@@ -868,7 +746,7 @@ class FakeDiscord:
             found.followups.append(int(data["id"]))
             self.posted[int(data["id"])].pinged = p.pings(body["content"],
                                                           body.get("allowed_mentions"))
-            self._note_change()
+            self.note_change()
             return _json(data)
         ephemeral = bool(int(body.get("flags") or 0) & 64)
         data = self._message(found.channel_id, self.bot, body["content"], ephemeral=ephemeral,
@@ -939,7 +817,7 @@ class FakeDiscord:
         self.messages[message_id] = data
         self.posted[message_id] = Posted(message_id, channel_id, author["username"], content,
                                          webhook_id, pinged, ephemeral)
-        self._note_change()
+        self.note_change()
         return data
 
     async def _deliver(self, data: dict[str, Any], *, dispatch: bool = True) -> None:
@@ -948,15 +826,7 @@ class FakeDiscord:
             return
         self.dispatch("MESSAGE_CREATE", data, self._guild_of(int(data["channel_id"])).id)
         if self.echo_before_response:
-            await self._flushed()
-
-    async def _flushed(self) -> None:
-        """Until every connected session has written its pending events to its socket."""
-        async with asyncio.timeout(2):
-            while any(s.socket is not None and not s.socket.closed and s.changed.is_set()
-                      for s in self.sessions):
-                await asyncio.sleep(0.001)
-        await asyncio.sleep(0.01)
+            await self.gateway.flushed()
 
     def _edit(self, data: dict[str, Any], content: str, allowed: dict[str, Any] | None) -> None:
         data["content"] = content
@@ -968,7 +838,7 @@ class FakeDiscord:
         posted.pinged = p.pings(content, allowed)
         if not posted.ephemeral:
             self.dispatch("MESSAGE_UPDATE", data, self._guild_of(posted.channel_id).id)
-        self._note_change()
+        self.note_change()
 
     def _delete(self, data: dict[str, Any]) -> None:
         message_id = int(data["id"])
