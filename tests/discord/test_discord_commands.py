@@ -198,3 +198,19 @@ async def test_a_command_in_an_unbound_channel_is_answered_at_once(
     assert "not connected" in callback.body["data"]["content"]
     probe = fake.push_message(server.general, server.ada, "probe")
     assert (await received.next()).message_id == probe["id"]  # the command never got in
+
+
+async def test_after_a_restart_the_answer_still_goes_through_the_interaction(
+    fake, server, make_adapter, received
+) -> None:
+    first = await started(fake, server, make_adapter)
+    interaction = fake.push_interaction(server.general, server.ada, "requests")
+    inbound = await received.next()
+    await first.stop()
+
+    second = await make_adapter(bindings=[binding(server.general)])
+    await second.send(outbound("No open requests in this chat.", server.general,
+                               sender="bcn-bridge", reply_to=inbound.message_id))
+
+    assert fake.posted[interaction.original].content == "No open requests in this chat."
+    assert fake.from_bridge(server.general) == []

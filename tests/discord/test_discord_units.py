@@ -12,7 +12,7 @@ import pytest
 from discord_support import TOKEN
 from pydantic import ValidationError
 
-from adapters.discord import DiscordAccountConfig
+from adapters.discord import DiscordAccountConfig, DiscordAdapter
 from adapters.discord.commands import InteractionRecord
 from adapters.discord.errors import send_error, start_error
 from adapters.discord.invite import application_id
@@ -178,3 +178,11 @@ def test_an_interaction_is_answered_directly_only_while_its_token_lasts() -> Non
     assert not record.usable(created + timedelta(minutes=15))
     assert InteractionRecord.from_record(record.to_record()) == record
     assert InteractionRecord.from_record({"id": "1"}) is None
+
+
+def test_capabilities_stream_by_edits_and_delete_leftovers() -> None:
+    capabilities = DiscordAdapter.capabilities
+
+    assert capabilities.dialect == "discord" and capabilities.max_length == MAX_TEXT
+    assert capabilities.can_edit and capabilities.can_delete and capabilities.custom_sender
+    assert capabilities.threads and capabilities.min_edit_interval == 1.5
