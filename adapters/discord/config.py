@@ -115,11 +115,6 @@ class DiscordAccountConfig(BaseModel):
             )
         return self
 
-    @property
-    def pinned_gateway(self) -> bool:
-        """A gateway other than Discord's: resumes must not follow READY's resume URL."""
-        return self.gateway_url != DISCORD_GATEWAY
-
     def avatar_for(self, label: str) -> str | None:
         wanted = label.casefold()
         return next(

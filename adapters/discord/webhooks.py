@@ -70,9 +70,6 @@ class ChannelWebhooks:
             return True
         return False
 
-    def cached(self, channel_id: int) -> discord.Webhook | None:
-        return self._hooks.get(channel_id)
-
     def forget(self, channel_id: int) -> None:
         """The webhook is gone ("Unknown Webhook"); the next post makes a new one."""
         self._hooks.pop(channel_id, None)

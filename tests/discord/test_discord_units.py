@@ -35,18 +35,18 @@ def test_config_defaults_point_at_discord_and_hide_the_token() -> None:
     config = DiscordAccountConfig(token=TOKEN)
 
     assert config.api_base_url == "https://discord.com/api/v10"
-    assert config.gateway_url == "wss://gateway.discord.gg" and not config.pinned_gateway
+    assert config.gateway_url == "wss://gateway.discord.gg"
     assert (config.shard_ids, config.shard_count, config.members_intent) == (None, None, False)
     assert config.max_ratelimit_timeout == 30 and config.backfill_limit == 100
     assert TOKEN not in repr(config) and TOKEN not in str(config.model_dump())
 
 
-def test_a_gateway_of_ones_own_is_pinned_and_urls_lose_trailing_slashes() -> None:
+def test_urls_lose_trailing_slashes() -> None:
     config = DiscordAccountConfig(token=TOKEN, api_base_url="http://proxy:8080/api/v10/",
                                   gateway_url="ws://proxy:8081/")
 
     assert config.api_base_url == "http://proxy:8080/api/v10"
-    assert config.gateway_url == "ws://proxy:8081" and config.pinned_gateway
+    assert config.gateway_url == "ws://proxy:8081"
 
 
 @pytest.mark.parametrize(
