@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bridge.cli.conversations",
     "bridge.cli.example_bot",
     "bridge.cli.hub",
+    "bridge.cli.discord",
     "bridge.cli.slack",
 )
 

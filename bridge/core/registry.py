@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 ADAPTERS: dict[str, str] = {
     "webchat": "adapters.webchat:WebchatAdapter",
     "telegram": "adapters.telegram:TelegramAdapter",
+    "discord": "adapters.discord:DiscordAdapter",
     "slack": "adapters.slack:SlackAdapter",
 }
 

@@ -24,6 +24,8 @@ from typing import Any, TypeVar
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.local_server import serve_locally
+
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
 
 T = TypeVar("T")
@@ -260,14 +262,7 @@ class FakeTelegram:
         self._release.set()
 
     async def start(self) -> str:
-        # No access log: the fake is Telegram, and Telegram's logs are not the bridge's.
-        runner = web.AppRunner(self.app, shutdown_timeout=0.5, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        self._runner = runner
-        port = runner.addresses[0][1]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_locally(self.app)
         return self.url
 
     async def stop(self) -> None:

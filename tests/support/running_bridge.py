@@ -80,6 +80,20 @@ class RunningBridge:
                 await relay._refresh_group(group)
                 await asyncio.sleep(0.02)
 
+    async def wait_queued(self, count: int) -> None:
+        """Until the outbox holds `count` outputs it could not deliver yet."""
+        relay = self.app.relay
+        assert relay is not None
+        async with asyncio.timeout(WAIT):
+            while relay.outbox.pending_count() < count:
+                await asyncio.sleep(0.01)
+
+    async def wait_delivered(self) -> None:
+        """Until the outbox has handled everything it holds."""
+        relay = self.app.relay
+        assert relay is not None
+        await relay.outbox.wait_idle()
+
     async def stop(self) -> None:
         for bot in self.bots:
             await bot.stop()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -12,9 +11,10 @@ import pytest
 from adapters.telegram import TelegramAccountConfig, TelegramAdapter
 from bridge.config.sections import CommandNames
 from bridge.core.binding import Binding
-from bridge.core.model import Inbound, Outbound
+from bridge.core.model import Outbound
 from bridge.web.server import WebServer
 from tests.fakes.telegram import FakeTelegram
+from tests.support.received import Received
 
 for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(
@@ -25,24 +25,6 @@ TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"
 PUPPET_TOKEN = "987654321:BBKqTcvCH1vGWJxfSeofSAs0K5PALDsawZ"
 GROUP = -1001234567890
 BOT_USERNAME = "BridgeBot"
-
-
-class Received:
-    """The adapter's sink: every Inbound, in order."""
-
-    def __init__(self) -> None:
-        self.items: list[Inbound] = []
-        self._queue: asyncio.Queue[Inbound] = asyncio.Queue()
-
-    async def __call__(self, inbound: Inbound) -> None:
-        self.items.append(inbound)
-        self._queue.put_nowait(inbound)
-
-    async def next(self, timeout: float = 5.0) -> Inbound:
-        return await asyncio.wait_for(self._queue.get(), timeout)
-
-    def empty(self) -> bool:
-        return self._queue.empty()
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -128,22 +127,14 @@ async def test_restart_with_replies_queued_delivers_them_once(start_system) -> N
     fake.fail_always("sendMessage", status=502, description="Bad Gateway")
     for n in range(3):
         fake.push_message(TOKEN, GROUP, ADA, f"queued {n}")
-    relay = first.app.relay
-    assert relay is not None
-    async with asyncio.timeout(WAIT):
-        while relay.outbox.pending_count() < 3:
-            await asyncio.sleep(0.01)
-    for bot in first.bots:
-        await bot.stop()
-    first.bots = []
-    await first.app.stop()
+    await first.wait_queued(3)
+    await first.stop()
     assert fake.bot_texts(GROUP) == []
 
     fake.recover("sendMessage")
     second = await start_system(bots=False)
     await second.shown(lambda texts: len(texts) == 3)
-    assert second.app.relay is not None
-    await second.app.relay.outbox.wait_idle()
+    await second.wait_delivered()
 
     assert from_bot(fake.bot_texts(GROUP), "Echo") == [f"queued {n}" for n in range(3)]
     assert len(fake.bot_texts(GROUP)) == 3

@@ -1,0 +1,512 @@
+"""The Discord adapter: one bot account (optionally some of its shards), via discord.py.
+
+Inbound, every message, edit, delete and slash command of a channel passes a gate (closed
+while the adapter catches up on what it missed) and then the channel's lock, in gateway
+order, before it becomes an `Inbound`; the bridge's own posts are dropped here, by id (its
+bot user, its webhooks), because Discord often delivers the echo of a post before the REST
+call that made it has returned. Outbound, bots' replies go through the bridge's webhook of
+the parent channel under each bot's name, or — without Manage Webhooks, or with
+`display: prefix` — as the bridge's bot under a bold name; a command's answer goes through
+its interaction while that is still possible. Nothing here sleeps on a 429: the outbox owns
+waiting and order, so every failure becomes a `SendError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import asdict
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, ClassVar
+
+import aiohttp
+import discord
+from discord import app_commands
+from pydantic import BaseModel
+
+from adapters.discord import endpoints
+from adapters.discord.backfill import Backfill, ChannelLocks, Cursors, HistoryChannel
+from adapters.discord.commands import (
+    CommandSync,
+    InteractionRecord,
+    SlashCommand,
+    acknowledge,
+    app_commands_for,
+)
+from adapters.discord.config import DiscordAccountConfig
+from adapters.discord.directory import ServerDirectory
+from adapters.discord.errors import DiscordStartError, send_error
+from adapters.discord.inbound import (
+    CHANNEL_TYPE,
+    Location,
+    ResolvedMentions,
+    deleted_inbound,
+    location_of,
+    sender_of,
+    to_inbound,
+)
+from adapters.discord.outbound import MAX_TEXT
+from adapters.discord.posting import DISCORD_ERRORS, Poster
+from adapters.discord.redaction import protect_tokens
+from adapters.discord.startup import GatewayConnection, build_client
+from adapters.discord.webhooks import ChannelWebhooks
+from bridge.background import Background
+from bridge.core.adapter import (
+    Adapter,
+    Capabilities,
+    InboundSink,
+    PermanentSendError,
+    TransientSendError,
+)
+from bridge.core.binding import Binding
+from bridge.core.model import Inbound, Outbound, PlatformRef, Sender
+from bridge.text import StaticDirectory, from_platform
+
+if TYPE_CHECKING:
+    from bridge.web.server import WebServer
+
+log = logging.getLogger(__name__)
+
+SEND_WAIT = 10.0
+"""How long a send waits for the first connection before the outbox is told to retry."""
+
+
+class DiscordAdapter(Adapter):
+    """Relays one Discord bot account; BCN bots post through webhooks under their names."""
+
+    channel_type: ClassVar[str] = CHANNEL_TYPE
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        dialect="discord",
+        max_length=MAX_TEXT,
+        can_edit=True,
+        can_delete=True,
+        custom_sender=True,
+        threads=True,
+        typing=True,
+        min_edit_interval=1.5,
+    )
+    config_model: ClassVar[type[BaseModel]] = DiscordAccountConfig
+
+    def __init__(
+        self, account: str, config: BaseModel, sink: InboundSink, *, web: WebServer | None = None
+    ) -> None:
+        if not isinstance(config, DiscordAccountConfig):
+            config = DiscordAccountConfig.model_validate(config.model_dump())
+        super().__init__(account, config, sink, web=web)
+        self.settings: DiscordAccountConfig = config
+        self._client: discord.Client | None = None
+        self._connection: GatewayConnection | None = None
+        self._session: aiohttp.ClientSession | None = None
+        self._webhooks: ChannelWebhooks | None = None
+        self._commands: CommandSync | None = None
+        self._poster: Poster | None = None
+        self._cursors: Cursors | None = None
+        self._locks = ChannelLocks()
+        self._gate = asyncio.Event()
+        """Open while live events may be relayed; closed while catching up on history."""
+        self._stopping = False
+        self._ready = asyncio.Event()
+        self._background = Background(f"discord:{account}")
+        self._bound_chats: frozenset[str] = frozenset()
+        self._channels_seen: set[int] = set()
+        self._fetched: dict[int, Any] = {}
+        self._people = ServerDirectory()
+        self._claimed = False
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        config = self.settings
+        self._stopping = False
+        protect_tokens(config.token.get_secret_value())
+        try:
+            endpoints.claim(config.api_base_url, config.gateway_url)
+        except endpoints.EndpointConflict as exc:
+            raise DiscordStartError(f"{self.channel}: {exc}") from None
+        self._claimed = True
+        try:
+            await self._open()
+        except BaseException:
+            await self._close()
+            raise
+        client = self._client
+        assert client is not None and client.user is not None
+        log.info("discord:%s connected as %s (id %s) in %d server(s)",
+                 self.account, client.user.name, client.user.id, len(client.guilds))
+
+    async def _open(self) -> None:
+        config = self.settings
+        self._session = aiohttp.ClientSession(
+            timeout=aiohttp.ClientTimeout(total=config.webhook_timeout)
+        )
+        self._webhooks = ChannelWebhooks(self.account, self.state, self._session)
+        self._cursors = Cursors(self.state)
+        await self._webhooks.remember_bound(
+            [int(b.chat) for b in self.bindings if b.chat.isdigit()]
+        )
+        client = build_client(config)
+        tree = app_commands.CommandTree(client)
+        tree.error(self._on_command_error)
+        self._commands = CommandSync(tree, self.state, self.account)
+        for name, handler in {
+            "on_connect": self._on_connect,
+            "on_ready": self._on_ready,
+            "on_message": self._on_message,
+            "on_raw_message_edit": self._on_raw_message_edit,
+            "on_raw_message_delete": self._on_raw_message_delete,
+            "on_guild_role_update": self._on_permissions_changed,
+            "on_guild_channel_update": self._on_permissions_changed,
+            "on_member_update": self._on_member_changed,
+            "on_member_join": self._on_member_changed,
+            "on_member_remove": self._on_member_changed,
+        }.items():
+            setattr(client, name, handler)
+        self._client = client
+        self._poster = Poster(self.channel, client, config, self.state, self._webhooks,
+                              self._session)
+        self._connection = GatewayConnection(client, config, self.account, self._connection_lost)
+        await self._connection.open()
+
+    async def stop(self) -> None:
+        if self._client is None and not self._claimed:
+            return
+        await self._close()
+        log.info("discord:%s stopped", self.account)
+
+    async def _close(self) -> None:
+        self._stopping = True
+        self._ready.clear()
+        self._gate.set()  # let waiting event handlers run to their end (they see _stopping)
+        await self._background.cancel_all()
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+        elif self._client is not None:
+            await self._client.close()
+        self._client = self._poster = None
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()
+        if self._claimed:
+            self._claimed = False
+            endpoints.release()
+
+    def _connection_lost(self, failure: DiscordStartError) -> None:
+        """The gateway gave up after start (e.g. an intent switched off meanwhile)."""
+        self._ready.clear()
+        log.error("%s; no more Discord messages are relayed until the bridge restarts", failure)
+
+    def use_bindings(self, bindings: list[Binding]) -> None:
+        super().use_bindings(bindings)
+        self._bound_chats = frozenset(binding.chat for binding in bindings)
+
+    # -- gateway events ----------------------------------------------------------------
+
+    async def _on_connect(self) -> None:
+        """A new session (not a resume): hold live events until history is caught up."""
+        self._gate.clear()
+
+    async def _on_ready(self) -> None:
+        client = self._client
+        assert client is not None and self._commands is not None
+        first = not self._ready.is_set()
+        if first:
+            self._people.own_id = client.user.id if client.user else 0
+            self._commands.install(
+                app_commands_for(self.commands, self._on_slash_command), self._bound_guilds()
+            )
+            self._ready.set()
+            self._log_bindings()
+            self._background.spawn(self._sync_commands(), name=f"{self.channel}:commands")
+        self._background.spawn(self._catch_up(), name=f"{self.channel}:backfill")
+
+    async def _catch_up(self) -> None:
+        assert self._cursors is not None
+        try:
+            backfill = Backfill(self.account, self._cursors, self._locks, self._relay,
+                                self.settings.backfill_limit)
+            await backfill.catch_up(self._history_channels())
+        finally:
+            self._gate.set()
+
+    async def _sync_commands(self) -> None:
+        assert self._commands is not None
+        for guild_id in sorted(self._bound_guilds()):
+            try:
+                await self._commands.sync_if_changed(discord.Object(guild_id))
+            except DISCORD_ERRORS as exc:
+                log.warning("discord:%s could not register slash commands in server %s: %s",
+                            self.account, guild_id, send_error(exc, "sync"))
+
+    async def _on_permissions_changed(self, *_: object) -> None:
+        if self._webhooks is not None:
+            self._webhooks.permissions_changed()
+
+    async def _on_member_changed(self, *members: object) -> None:
+        for member in members:
+            guild = getattr(member, "guild", None)
+            if guild is not None:
+                self._people.changed(guild.id)
+        await self._on_permissions_changed()
+
+    # -- inbound -----------------------------------------------------------------------
+
+    async def _live(self) -> bool:
+        """Wait at the gate (first `await` of every handler, so they keep gateway order);
+        False once the adapter is stopping."""
+        await self._gate.wait()
+        return not self._stopping
+
+    async def _on_message(self, message: discord.Message) -> None:
+        if not await self._live():
+            return
+        async with self._locks(message.channel.id):
+            await self._relay(message)
+
+    async def _on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
+        if not await self._live():
+            return
+        async with self._locks(payload.channel_id):
+            message = payload.message
+            if message.edited_at is None:
+                return  # Discord resolved a link preview; nobody edited anything
+            if message.author.bot or message.webhook_id is not None:
+                return  # bots' edits are their replies streaming, not news
+            await self._relay(message, edit=True)
+
+    async def _on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
+        if not await self._live():
+            return
+        async with self._locks(payload.channel_id):
+            sender, text = await self._deleted_author(payload)
+            if sender is None:
+                return
+            client = self._client
+            channel = client.get_channel(payload.channel_id) if client else None
+            location = await self._locate(channel, payload.channel_id)
+            await self.sink(deleted_inbound(
+                payload.message_id, sender, text, account=self.account, location=location,
+                timestamp=datetime.now(UTC),
+            ))
+
+    async def _deleted_author(
+        self, payload: discord.RawMessageDeleteEvent
+    ) -> tuple[Sender | None, str]:
+        """Who wrote a deleted human message and what it said, as far as known."""
+        cached = payload.cached_message
+        if cached is not None:
+            if cached.author.bot or cached.webhook_id is not None or await self._is_own(cached):
+                return None, ""
+            text = from_platform(cached.content, "discord", directory=ResolvedMentions.of(cached))
+            return sender_of(cached.author), text
+        record = await self.state.get(f"author:{payload.message_id}")
+        if record is None:
+            return None, ""  # not a message the bridge relayed with edits on
+        return Sender(str(record["id"]), str(record["name"]), bool(record.get("is_bot"))), ""
+
+    async def _relay(self, message: discord.Message, *, edit: bool = False) -> None:
+        """One message (live or from history) to the core, unless it is the bridge's own."""
+        if await self._is_own(message):
+            return
+        location = await self._locate(message.channel, message.channel.id)
+        bound = location.chat_id in self._bound_chats
+        self._note_channel(message, location, bound)
+        inbound = to_inbound(message, account=self.account, location=location, is_edit=edit)
+        if message.guild is not None:
+            self._people.saw(message.guild.id, [message.author, *message.mentions])
+        if inbound is not None:
+            await self.sink(inbound)
+            if bound and not edit and self._relays_edits(inbound):
+                await self.state.put(f"author:{message.id}", asdict(inbound.sender))
+        if bound and not edit and self._cursors is not None:
+            await self._cursors.advance(message.channel.id, message.id)
+
+    async def _is_own(self, message: discord.Message) -> bool:
+        client = self._client
+        if client is not None and client.user is not None and message.author.id == client.user.id:
+            return True
+        return (
+            message.webhook_id is not None
+            and self._webhooks is not None
+            and await self._webhooks.is_own(message.webhook_id)
+        )
+
+    def _relays_edits(self, inbound: Inbound) -> bool:
+        return any(
+            binding.relay_edits
+            for binding in self.bindings
+            if binding.matches(self.channel, inbound.chat_id, inbound.thread_id)
+        )
+
+    async def _locate(self, channel: object, channel_id: int) -> Location:
+        """Where a message belongs; a thread discord.py has not cached is fetched once."""
+        if channel is None or isinstance(channel, discord.PartialMessageable):
+            channel = await self._fetch_channel(channel_id)
+        return location_of(channel, channel_id, self._bound_chats)
+
+    async def _fetch_channel(self, channel_id: int) -> object:
+        if channel_id in self._fetched:
+            return self._fetched[channel_id]
+        client = self._client
+        found: object = None
+        if client is not None:
+            try:
+                found = await client.fetch_channel(channel_id)
+            except DISCORD_ERRORS as exc:
+                log.debug("discord:%s could not look up channel %s: %s",
+                          self.account, channel_id, exc)
+        self._fetched[channel_id] = found
+        return found
+
+    def _note_channel(self, message: discord.Message, location: Location, bound: bool) -> None:
+        """Log each chat once, so people can find the id to put in a binding."""
+        chat = int(location.chat_id)
+        if chat in self._channels_seen or message.guild is None:
+            return
+        self._channels_seen.add(chat)
+        channel = message.guild.get_channel_or_thread(chat)
+        name = getattr(channel, "name", location.chat_id)
+        log.info(
+            'discord:%s sees #%s (%s) in server "%s" (%s)', self.account, name, chat,
+            message.guild.name,
+            "bound" if bound else f'not bound; bind it with chat: "{chat}"',
+        )
+
+    async def _on_slash_command(
+        self, interaction: discord.Interaction, spec: SlashCommand, text: str
+    ) -> None:
+        """Acknowledge at once (3 s), remember the interaction, hand its text to the core."""
+        channel_id = interaction.channel_id or 0
+        location = await self._locate(interaction.channel, channel_id)
+        if not self._bound(location):
+            await self._not_bound_here(interaction)
+            return
+        try:
+            await acknowledge(interaction, spec, text)
+        except DISCORD_ERRORS as exc:
+            log.warning("discord:%s could not acknowledge %s (%s); its answer goes to the "
+                        "channel", self.account, text.split()[0], send_error(exc, "acknowledge"))
+        record = InteractionRecord.of(interaction, spec)
+        await self.state.put(f"interaction:{record.id}", record.to_record())
+        inbound = Inbound(
+            channel_type=CHANNEL_TYPE,
+            account=self.account,
+            chat_id=location.chat_id,
+            thread_id=location.thread_id,
+            message_id=record.id,
+            sender=sender_of(interaction.user),
+            text=from_platform(text, "discord"),
+            timestamp=interaction.created_at,
+            raw={"interaction_id": record.id, "channel_id": str(channel_id)},
+        )
+        if not await self._live():
+            return
+        async with self._locks(channel_id):
+            await self.sink(inbound)
+
+    def _bound(self, location: Location) -> bool:
+        return any(binding.matches(self.channel, location.chat_id, location.thread_id)
+                   for binding in self.bindings)
+
+    async def _not_bound_here(self, interaction: discord.Interaction) -> None:
+        """A command in a channel of a bound server that no binding names: say so at once."""
+        try:
+            await interaction.response.send_message(
+                "This channel is not connected to any bots (no binding names it).",
+                ephemeral=True,
+            )
+        except DISCORD_ERRORS as exc:
+            log.debug("discord:%s could not answer a command in an unbound channel: %s",
+                      self.account, exc)
+
+    async def _on_command_error(
+        self, interaction: discord.Interaction, error: app_commands.AppCommandError
+    ) -> None:
+        log.warning("discord:%s could not run a slash command: %s", self.account, error)
+
+    # -- bindings and servers ----------------------------------------------------------
+
+    def _bound_channels(self) -> list[tuple[Binding, Any]]:
+        """Each binding with the channel discord.py knows for it (None: cannot see it)."""
+        client = self._client
+        return [
+            (binding, client.get_channel(int(binding.chat))
+             if client is not None and binding.chat.isdigit() else None)
+            for binding in self.bindings
+        ]
+
+    def _bound_guilds(self) -> set[int]:
+        return {channel.guild.id for _, channel in self._bound_channels()
+                if getattr(channel, "guild", None) is not None}
+
+    def _history_channels(self) -> list[HistoryChannel]:
+        """Every channel whose history backfill reads: bound channels and their threads."""
+        found: dict[int, HistoryChannel] = {}
+        for binding, channel in self._bound_channels():
+            guild = getattr(channel, "guild", None)
+            if guild is None:
+                continue
+            if binding.thread is not None:
+                thread = guild.get_thread(int(binding.thread)) if binding.thread.isdigit() else None
+                if thread is not None:
+                    found[thread.id] = thread
+                continue
+            if isinstance(channel, HistoryChannel):
+                found[channel.id] = channel
+            for thread in guild.threads:
+                if thread.parent_id == channel.id:
+                    found[thread.id] = thread
+        return list(found.values())
+
+    def _log_bindings(self) -> None:
+        shards = (" (or its server is on a shard another instance runs)"
+                  if self.settings.shard_count else "")
+        for binding, channel in self._bound_channels():
+            if channel is None:
+                log.warning(
+                    "discord:%s cannot see channel %s of a binding%s: check the id (Developer "
+                    "Mode → right-click the channel → Copy Channel ID) and that the bot is in "
+                    "its server with View Channel (`bcn-bridge discord invite-url`)",
+                    self.account, binding.chat, shards,
+                )
+
+    # -- outbound ----------------------------------------------------------------------
+
+    async def _poster_ready(self) -> Poster:
+        """The poster, once the client has been ready; the outbox may call before `start()`
+        has returned (it resumes queued replies first)."""
+        if not self._ready.is_set():
+            try:
+                async with asyncio.timeout(SEND_WAIT):
+                    await self._ready.wait()
+            except TimeoutError:
+                raise TransientSendError(f"{self.channel} is not connected to Discord") from None
+        assert self._poster is not None
+        return self._poster
+
+    async def send(self, out: Outbound) -> PlatformRef:
+        return await (await self._poster_ready()).send(out)
+
+    async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        await (await self._poster_ready()).edit(ref, out)
+
+    async def delete(self, ref: PlatformRef) -> None:
+        await (await self._poster_ready()).delete(ref)
+
+    async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
+        """A cosmetic hint: failures are logged, never raised, and never retried."""
+        if self._poster is None or not self._ready.is_set():
+            return
+        try:
+            await self._poster.typing(chat_id, thread_id)
+        except (*DISCORD_ERRORS, PermanentSendError) as exc:
+            log.debug("discord:%s typing indicator failed: %s", self.account, exc)
+
+    def directory(self, chat_id: str) -> StaticDirectory | None:
+        """Members of the channel's server by name, so a bot's `@Ada` pings Ada."""
+        client = self._client
+        channel = client.get_channel(int(chat_id)) if client and chat_id.isdigit() else None
+        guild = getattr(channel, "guild", None)
+        if guild is None:
+            return None
+        return self._people.for_guild(guild)
