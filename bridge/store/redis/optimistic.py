@@ -1,0 +1,51 @@
+"""WATCH/MULTI with retry: read, decide in Python, write only if nobody wrote meanwhile.
+
+This is how a Python rule (a conversation change, `guard_turn`) is applied atomically across
+instances without a lock: WATCH the keys, read them, compute, and queue the writes in MULTI.
+If another client wrote a watched key in between, EXEC does nothing and the whole attempt runs
+again on the fresh values, which is why changes must be pure. Every failed attempt means
+another writer succeeded, so the instances as a whole always make progress.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+from redis.exceptions import WatchError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Plan(Generic[T]):
+    """What one attempt decided: the writes to queue (None: write nothing) and how to make
+    the result from EXEC's replies (one per queued command)."""
+
+    write: Callable[[Pipeline], Awaitable[None]] | None
+    result: Callable[[list[Any]], T]
+
+
+Attempt = Callable[[Pipeline], Awaitable[Plan[T]]]
+"""Reads the watched keys through the pipeline (commands run at once while watching) and
+returns its plan; it may raise to abort, and then nothing is written."""
+
+
+async def optimistic(redis: Redis, watch: Sequence[str], attempt: Attempt[T]) -> T:
+    async with redis.pipeline(transaction=True) as pipe:
+        while True:
+            try:
+                await pipe.watch(*watch)
+                plan = await attempt(pipe)
+                if plan.write is None:
+                    await pipe.unwatch()
+                    return plan.result([])
+                pipe.multi()
+                await plan.write(pipe)
+                replies = await pipe.execute()
+            except WatchError:
+                continue  # another instance wrote a watched key: decide again on its value
+            return plan.result(replies)
