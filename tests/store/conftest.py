@@ -4,6 +4,7 @@ Redis runs against a real server (see `redis_server.py`); each test gets its own
 and its keys are deleted afterwards, so tests neither see each other's state nor leave any.
 """
 
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -11,7 +12,13 @@ import pytest
 
 from bridge.store import Store, open_store
 from bridge.store.redis.store import RedisStore
-from tests.store.redis_server import drop_prefix, skip_reason, some_server, with_prefix
+from tests.store.redis_server import (
+    drop_prefix,
+    private_server,
+    skip_reason,
+    some_server,
+    with_prefix,
+)
 
 
 @pytest.fixture(scope="session")
@@ -25,6 +32,19 @@ def redis_server() -> Iterator[str]:
             yield url
     except LookupError as exc:
         pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def private_redis() -> Iterator[str]:
+    """A redis-server nobody else writes to, for tests that look at every key in it."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("needs redis-server on PATH: only a private server shows every key written")
+    with private_server(binary) as url:
+        yield url
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import redis
 
+from bridge.store.opening import redacted
+
 DEFAULT_URL = "redis://127.0.0.1:6379/0"
 SKIP_VARIABLE = "BCN_BRIDGE_SKIP_REDIS"
 START_SECONDS = 10.0
@@ -87,8 +89,8 @@ def some_server() -> Iterator[str]:
     binary = shutil.which("redis-server")
     if binary is None:
         raise LookupError(
-            f"no Redis answers at {url} and no redis-server is on PATH: install redis-server"
-            " (e.g. `apt-get install redis-server`) or start one and set REDIS_URL;"
+            f"no Redis answers at {redacted(url)} and no redis-server is on PATH: install"
+            " redis-server (e.g. `apt-get install redis-server`) or start one and set REDIS_URL;"
             f" {SKIP_VARIABLE}=1 skips the Redis store tests"
         )
     with private_server(binary) as private:
