@@ -140,6 +140,31 @@ async def test_concurrent_updates_from_two_instances_lose_no_entry(
     assert await first.conversations.get("busy") == stored
 
 
+async def test_one_instances_own_updates_of_a_key_take_turns_instead_of_retrying(
+    redis_url: str,
+) -> None:
+    store = await opened(redis_url)
+    try:
+        await store.conversations.update("hot", lambda _: record("hot"))
+        calls: list[str] = []
+
+        def logging_append(text: str) -> Callable[[Conversation | None], Conversation]:
+            def change(current: Conversation | None) -> Conversation:
+                calls.append(text)
+                return appending(text)(current)
+
+            return change
+
+        texts = [f"n{n}" for n in range(50)]
+        await asyncio.gather(*(store.conversations.update("hot", logging_append(t))
+                               for t in texts))
+        assert calls == texts  # each change ran once, in the order the updates were made
+        stored = await store.conversations.get("hot")
+        assert stored is not None and [e.content for e in stored.history[1:]] == texts
+    finally:
+        await store.close()
+
+
 async def test_append_once_raced_from_two_instances_queues_exactly_one(
     two: tuple[RedisStore, RedisStore],
 ) -> None:

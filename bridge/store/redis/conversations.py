@@ -23,7 +23,7 @@ from bridge.store.micros import to_micros
 from bridge.store.records import Conversation
 from bridge.store.redis.codec import decode_conversation, encode_entry, encode_record
 from bridge.store.redis.keys import Keys
-from bridge.store.redis.optimistic import Plan, optimistic
+from bridge.store.redis.optimistic import Plan, Turns, optimistic
 
 # Members read per SSCAN/ZSCAN/ZRANGE call, and conversations fetched per pipeline.
 CHUNK = 500
@@ -41,11 +41,12 @@ def _indexed(conversation: Conversation) -> dict[str, str | None]:
 
 
 class RedisConversationStore(ConversationStore):
-    __slots__ = ("_keys", "_redis")
+    __slots__ = ("_keys", "_redis", "_turns")
 
     def __init__(self, redis: Redis, keys: Keys) -> None:
         self._redis = redis
         self._keys = keys
+        self._turns = Turns()
 
     async def get(self, request_id: str) -> Conversation | None:
         return decode_conversation(await self._redis.lrange(self._keys.conversation(request_id),
@@ -66,7 +67,7 @@ class RedisConversationStore(ConversationStore):
 
             return Plan(write, lambda _: Updated(new, True))
 
-        return await optimistic(self._redis, [key], attempt)
+        return await optimistic(self._redis, [key], attempt, self._turns)
 
     def _write(self, pipe: Pipeline, current: Conversation | None, new: Conversation) -> None:
         key = self._keys.conversation(new.request_id)

@@ -25,7 +25,7 @@ from bridge.store.redis.codec import (
     encode_queued_item,
 )
 from bridge.store.redis.keys import GUARD_SLACK_MS, HELD_TTL_MS, Keys
-from bridge.store.redis.optimistic import Plan, optimistic
+from bridge.store.redis.optimistic import Plan, Turns, optimistic
 from bridge.store.redis.queue import Queue
 from bridge.store.redis.scripts import Scripts
 from bridge.store.relay import OutboxItem
@@ -37,13 +37,14 @@ def state_ttl_ms(state: LaneGuard, window: float) -> int:
 
 
 class RedisLoopGuardStore(LoopGuardStore):
-    __slots__ = ("_keys", "_outbox", "_redis", "_scripts")
+    __slots__ = ("_keys", "_outbox", "_redis", "_scripts", "_turns")
 
     def __init__(self, redis: Redis, scripts: Scripts, keys: Keys, outbox: Queue) -> None:
         self._redis = redis
         self._scripts = scripts
         self._keys = keys
         self._outbox = outbox
+        self._turns = Turns()  # per lane: bot_spoke and human_spoke both go by the state key
 
     async def bot_spoke(
         self, lane: str, *, limit: int, window: float, now: datetime
@@ -60,7 +61,7 @@ class RedisLoopGuardStore(LoopGuardStore):
 
             return Plan(write, lambda _: verdict)
 
-        return await optimistic(self._redis, [key], attempt)
+        return await optimistic(self._redis, [key], attempt, self._turns)
 
     async def is_paused(self, lane: str) -> bool:
         return await self._redis.hget(self._keys.guard(lane), "paused") == "1"
@@ -101,4 +102,4 @@ class RedisLoopGuardStore(LoopGuardStore):
 
             return Plan(write, released)
 
-        return await optimistic(self._redis, [state_key, held_key], attempt)
+        return await optimistic(self._redis, [state_key, held_key], attempt, self._turns)
