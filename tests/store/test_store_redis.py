@@ -47,6 +47,16 @@ async def two(redis_url: str) -> AsyncIterator[tuple[RedisStore, RedisStore]]:
         await second.close()
 
 
+@pytest.fixture
+async def redis_store(redis_url: str) -> AsyncIterator[RedisStore]:
+    """One instance."""
+    store = await opened(redis_url)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
 def entry(text: str, at: datetime = T0) -> HistoryEntry:
     return HistoryEntry("ANSWER", "alice", "Weather", "open", at, text, None)
 
@@ -84,29 +94,27 @@ def in_another_instance(url: str, work: Callable[[Store], Awaitable[object]]) ->
     assert not thread.is_alive() and not failures, failures
 
 
-async def test_a_write_in_between_makes_update_apply_the_change_again(redis_url: str) -> None:
-    store = await opened(redis_url)
-    try:
-        await store.conversations.update("r-1", lambda _: record("r-1"))
-        seen: list[list[str]] = []
+async def test_a_write_in_between_makes_update_apply_the_change_again(
+    redis_store: RedisStore, redis_url: str
+) -> None:
+    await redis_store.conversations.update("r-1", lambda _: record("r-1"))
+    seen: list[list[str]] = []
 
-        def mine(current: Conversation | None) -> Conversation:
-            assert current is not None
-            seen.append([e.content or "" for e in current.history])
-            if len(seen) == 1:  # after our read, before our write: another instance writes
-                in_another_instance(
-                    redis_url, lambda other: other.conversations.update("r-1", appending("theirs"))
-                )
-            return replace(current, history=(*current.history, entry("mine")))
+    def mine(current: Conversation | None) -> Conversation:
+        assert current is not None
+        seen.append([e.content or "" for e in current.history])
+        if len(seen) == 1:  # after our read, before our write: another instance writes
+            in_another_instance(
+                redis_url, lambda other: other.conversations.update("r-1", appending("theirs"))
+            )
+        return replace(current, history=(*current.history, entry("mine")))
 
-        updated = await store.conversations.update("r-1", mine)
-        assert seen == [["task"], ["task", "theirs"]]  # called again, on their write
-        stored = await store.conversations.get("r-1")
-        assert stored == updated.conversation
-        assert stored is not None
-        assert [e.content for e in stored.history] == ["task", "theirs", "mine"]
-    finally:
-        await store.close()
+    updated = await redis_store.conversations.update("r-1", mine)
+    assert seen == [["task"], ["task", "theirs"]]  # called again, on their write
+    stored = await redis_store.conversations.get("r-1")
+    assert stored == updated.conversation
+    assert stored is not None
+    assert [e.content for e in stored.history] == ["task", "theirs", "mine"]
 
 
 async def test_concurrent_updates_from_two_instances_lose_no_entry(
@@ -141,28 +149,24 @@ async def test_concurrent_updates_from_two_instances_lose_no_entry(
 
 
 async def test_one_instances_own_updates_of_a_key_take_turns_instead_of_retrying(
-    redis_url: str,
+    redis_store: RedisStore,
 ) -> None:
-    store = await opened(redis_url)
-    try:
-        await store.conversations.update("hot", lambda _: record("hot"))
-        calls: list[str] = []
+    await redis_store.conversations.update("hot", lambda _: record("hot"))
+    calls: list[str] = []
 
-        def logging_append(text: str) -> Callable[[Conversation | None], Conversation]:
-            def change(current: Conversation | None) -> Conversation:
-                calls.append(text)
-                return appending(text)(current)
+    def logging_append(text: str) -> Callable[[Conversation | None], Conversation]:
+        def change(current: Conversation | None) -> Conversation:
+            calls.append(text)
+            return appending(text)(current)
 
-            return change
+        return change
 
-        texts = [f"n{n}" for n in range(50)]
-        await asyncio.gather(*(store.conversations.update("hot", logging_append(t))
-                               for t in texts))
-        assert calls == texts  # each change ran once, in the order the updates were made
-        stored = await store.conversations.get("hot")
-        assert stored is not None and [e.content for e in stored.history[1:]] == texts
-    finally:
-        await store.close()
+    texts = [f"n{n}" for n in range(50)]
+    await asyncio.gather(*(redis_store.conversations.update("hot", logging_append(t))
+                           for t in texts))
+    assert calls == texts  # each change ran once, in the order the updates were made
+    stored = await redis_store.conversations.get("hot")
+    assert stored is not None and [e.content for e in stored.history[1:]] == texts
 
 
 async def test_append_once_raced_from_two_instances_queues_exactly_one(
@@ -361,27 +365,25 @@ async def test_every_key_is_under_the_prefix_and_nothing_else_is_touched(
         await store.close()
 
 
-async def test_keys_that_can_be_abandoned_expire_and_state_does_not(redis_url: str) -> None:
-    store = await opened(redis_url)
-    try:
-        await exercise(store)
-        keys, redis = store.keys, store.redis
+async def test_keys_that_can_be_abandoned_expire_and_state_does_not(
+    redis_store: RedisStore,
+) -> None:
+    await exercise(redis_store)
+    keys, redis = redis_store.keys, redis_store.redis
 
-        async def ttl(key: str) -> int:
-            return int(await redis.pttl(key))
+    async def ttl(key: str) -> int:
+        return int(await redis.pttl(key))
 
-        assert 0 < await ttl(keys.guard("calm|lane|")) <= 30_000 + GUARD_SLACK_MS
-        assert 30_000 + GUARD_SLACK_MS < await ttl(keys.guard(LANE)) <= HELD_TTL_MS  # paused
-        assert 0 < await ttl(keys.held(LANE)) <= HELD_TTL_MS
-        assert 0 < await ttl(keys.run("run-1")) <= RUN_TTL_MS
-        assert 0 < await ttl(keys.lease("sweep")) <= 30_000
-        # Kept on purpose: fencing tokens must only grow, and state the bridge still needs
-        # is removed by its own operation (remove_finished, complete, prune), not by age.
-        for kept in (keys.lease_token("sweep"), keys.conversation("open-1"), keys.seen,
-                     keys.created, keys.deadlines, keys.queue("outbox").order):
-            assert await ttl(kept) == -1, kept
-    finally:
-        await store.close()
+    assert 0 < await ttl(keys.guard("calm|lane|")) <= 30_000 + GUARD_SLACK_MS
+    assert 30_000 + GUARD_SLACK_MS < await ttl(keys.guard(LANE)) <= HELD_TTL_MS  # paused
+    assert 0 < await ttl(keys.held(LANE)) <= HELD_TTL_MS
+    assert 0 < await ttl(keys.run("run-1")) <= RUN_TTL_MS
+    assert 0 < await ttl(keys.lease("sweep")) <= 30_000
+    # Kept on purpose: fencing tokens must only grow, and state the bridge still needs
+    # is removed by its own operation (remove_finished, complete, prune), not by age.
+    for kept in (keys.lease_token("sweep"), keys.conversation("open-1"), keys.seen,
+                 keys.created, keys.deadlines, keys.queue("outbox").order):
+        assert await ttl(kept) == -1, kept
 
 
 async def test_the_database_number_is_honoured(redis_server: str) -> None:
@@ -402,61 +404,51 @@ async def test_the_database_number_is_honoured(redis_server: str) -> None:
 
 
 async def test_big_sets_are_read_and_pruned_in_bounded_batches(
-    redis_url: str, monkeypatch: pytest.MonkeyPatch
+    redis_store: RedisStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for module, name in ((conversations_module, "CHUNK"), (conversations_module, "REMOVE_BATCH"),
                          (queue_module, "PAGE"), (aging, "PRUNE_BATCH")):
         monkeypatch.setattr(module, name, 3)  # many batches from a few records
-    store = await opened(redis_url)
-    try:
-        for n in range(10):
-            await store.conversations.update(
-                f"open-{n}", lambda _, n=n: record(f"open-{n}", deadline=T0 + timedelta(minutes=n))
-            )
-            await store.conversations.update(
-                f"done-{n}", lambda _, n=n: record(f"done-{n}", status="done", deadline=None)
-            )
-            await store.outbox.append(output(f"out {n}"))
-            await store.seen.add(f"key-{n}", T0)
-            await store.message_map.put(f"map-{n}", {"n": n}, T0)
-            await store.streams.append(f"run-{n}", 1, "x", T0)
-        found = await store.conversations.find(statuses={"open"})
-        assert [c.request_id for c in found] == [f"open-{n}" for n in range(10)]
-        assert len(await store.conversations.find()) == 20
-        assert await store.conversations.due(T0 + timedelta(minutes=6)) == [
-            f"open-{n}" for n in range(7)
-        ]
-        assert len(await store.conversations.due(T0 + timedelta(hours=1), limit=8)) == 8
-        assert [i.parts[0] for i in await store.outbox.pending()] == [f"out {n}" for n in range(10)]
-        assert await store.conversations.remove_finished(T0 + timedelta(days=1)) == 10
-        assert await store.conversations.find(statuses={"done"}) == []
-        later = T0 + timedelta(seconds=1)
-        assert await store.seen.prune(later) == 10
-        assert await store.message_map.prune(later) == 10
-        assert await store.streams.prune(later) == 10
-        assert await store.redis.exists(store.keys.run("run-0")) == 0
-    finally:
-        await store.close()
+    for n in range(10):
+        await redis_store.conversations.update(
+            f"open-{n}", lambda _, n=n: record(f"open-{n}", deadline=T0 + timedelta(minutes=n))
+        )
+        await redis_store.conversations.update(
+            f"done-{n}", lambda _, n=n: record(f"done-{n}", status="done", deadline=None)
+        )
+        await redis_store.outbox.append(output(f"out {n}"))
+        await redis_store.seen.add(f"key-{n}", T0)
+        await redis_store.message_map.put(f"map-{n}", {"n": n}, T0)
+        await redis_store.streams.append(f"run-{n}", 1, "x", T0)
+    found = await redis_store.conversations.find(statuses={"open"})
+    assert [c.request_id for c in found] == [f"open-{n}" for n in range(10)]
+    assert len(await redis_store.conversations.find()) == 20
+    assert await redis_store.conversations.due(T0 + timedelta(minutes=6)) == [
+        f"open-{n}" for n in range(7)
+    ]
+    assert len(await redis_store.conversations.due(T0 + timedelta(hours=1), limit=8)) == 8
+    pending = await redis_store.outbox.pending()
+    assert [i.parts[0] for i in pending] == [f"out {n}" for n in range(10)]
+    assert await redis_store.conversations.remove_finished(T0 + timedelta(days=1)) == 10
+    assert await redis_store.conversations.find(statuses={"done"}) == []
+    later = T0 + timedelta(seconds=1)
+    assert await redis_store.seen.prune(later) == 10
+    assert await redis_store.message_map.prune(later) == 10
+    assert await redis_store.streams.prune(later) == 10
+    assert await redis_store.redis.exists(redis_store.keys.run("run-0")) == 0
 
 
 async def test_a_finished_index_entry_without_its_record_does_not_stall_cleanup(
-    redis_url: str,
+    redis_store: RedisStore,
 ) -> None:
-    store = await opened(redis_url)
-    try:
-        await store.conversations.update("done", lambda _: record("done", status="done",
-                                                                   deadline=None))
-        await store.redis.zadd(store.keys.finished, {"lost": to_micros(T0)})  # a stray entry
-        assert await store.conversations.remove_finished(T0 + timedelta(days=1)) == 1
-        assert await store.redis.zcard(store.keys.finished) == 0
-    finally:
-        await store.close()
+    await redis_store.conversations.update("done", lambda _: record("done", status="done",
+                                                               deadline=None))
+    stray = {"lost": to_micros(T0)}  # an index entry whose record is gone
+    await redis_store.redis.zadd(redis_store.keys.finished, stray)
+    assert await redis_store.conversations.remove_finished(T0 + timedelta(days=1)) == 1
+    assert await redis_store.redis.zcard(redis_store.keys.finished) == 0
 
 
-async def test_a_lease_ttl_must_be_positive(redis_url: str) -> None:
-    store = await opened(redis_url)
-    try:
-        with pytest.raises(ValueError, match="positive number of seconds"):
-            await store.leases.acquire("x", "me", ttl=0)
-    finally:
-        await store.close()
+async def test_a_lease_ttl_must_be_positive(redis_store: RedisStore) -> None:
+    with pytest.raises(ValueError, match="positive number of seconds"):
+        await redis_store.leases.acquire("x", "me", ttl=0)

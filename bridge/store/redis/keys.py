@@ -31,9 +31,6 @@ class Keys:
     def conversation(self, request_id: str) -> str:
         return self._key("conv", request_id)
 
-    def conversation_prefix(self) -> str:
-        return self._key("conv", "")
-
     @property
     def created(self) -> str:
         """zset of every conversation by created_at (µs): `find` with no filter."""
@@ -88,6 +85,7 @@ class Keys:
         return self._key("run", run_id)
 
     def run_prefix(self) -> str:
+        """`run(run_id)` is this + run_id (what PRUNE deletes per member)."""
         return self._key("run", "")
 
     @property

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import math
 
-from redis.asyncio import Redis
-
 from bridge.store.leases import Lease, LeaseStore
-from bridge.store.redis.keys import Keys
-from bridge.store.redis.scripts import Scripts
+from bridge.store.redis.concern import RedisConcern
 
 
 def ttl_ms(ttl: float) -> int:
@@ -27,13 +24,8 @@ def _granted(lease: Lease) -> str:
     return f"{lease.token}:{lease.holder}"
 
 
-class RedisLeaseStore(LeaseStore):
-    __slots__ = ("_keys", "_redis", "_scripts")
-
-    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
-        self._redis = redis
-        self._scripts = scripts
-        self._keys = keys
+class RedisLeaseStore(RedisConcern, LeaseStore):
+    __slots__ = ()
 
     async def acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
         token = await self._scripts.acquire(

@@ -24,6 +24,7 @@ from bridge.store.redis.codec import (
     encode_item,
     encode_queued_item,
 )
+from bridge.store.redis.concern import RedisConcern
 from bridge.store.redis.keys import GUARD_SLACK_MS, HELD_TTL_MS, Keys
 from bridge.store.redis.optimistic import Plan, Turns, optimistic
 from bridge.store.redis.queue import Queue
@@ -36,13 +37,11 @@ def state_ttl_ms(state: LaneGuard, window: float) -> int:
     return HELD_TTL_MS if state.paused else int(window * 1000) + GUARD_SLACK_MS
 
 
-class RedisLoopGuardStore(LoopGuardStore):
-    __slots__ = ("_keys", "_outbox", "_redis", "_scripts", "_turns")
+class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
+    __slots__ = ("_outbox", "_turns")
 
     def __init__(self, redis: Redis, scripts: Scripts, keys: Keys, outbox: Queue) -> None:
-        self._redis = redis
-        self._scripts = scripts
-        self._keys = keys
+        super().__init__(redis, scripts, keys)
         self._outbox = outbox
         self._turns = Turns()  # per lane: bot_spoke and human_spoke both go by the state key
 

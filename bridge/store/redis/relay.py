@@ -18,6 +18,7 @@ from bridge.store.redis.codec import (
     encode_queued_item,
     encode_spool_entry,
 )
+from bridge.store.redis.concern import RedisConcern
 from bridge.store.redis.keys import Keys
 from bridge.store.redis.queue import Queue
 from bridge.store.redis.scripts import Scripts
@@ -31,15 +32,10 @@ from bridge.store.relay import (
 )
 
 
-class RedisSeenStore(SeenStore):
+class RedisSeenStore(RedisConcern, SeenStore):
     """One zset: member = key, score = when it was first seen (µs)."""
 
-    __slots__ = ("_keys", "_redis", "_scripts")
-
-    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
-        self._redis = redis
-        self._scripts = scripts
-        self._keys = keys
+    __slots__ = ()
 
     async def add(self, key: str, now: datetime) -> bool:
         return bool(await self._redis.zadd(self._keys.seen, {key: to_micros(now)}, nx=True))
@@ -51,12 +47,11 @@ class RedisSeenStore(SeenStore):
         return await prune_by_age(self._scripts, self._keys.seen, before)
 
 
-class RedisOutboxStore(OutboxStore):
-    __slots__ = ("_redis", "_scripts", "queue")
+class RedisOutboxStore(RedisConcern, OutboxStore):
+    __slots__ = ("queue",)
 
     def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
-        self._redis = redis
-        self._scripts = scripts
+        super().__init__(redis, scripts, keys)
         self.queue = Queue(redis, scripts, keys.queue("outbox"), keys.seen)
         """Shared with the loop guard, which moves held items into it."""
 
@@ -115,15 +110,10 @@ class RedisSpoolStore(SpoolStore):
         return await self._queue.count()
 
 
-class RedisMessageMapStore(MessageMapStore):
+class RedisMessageMapStore(RedisConcern, MessageMapStore):
     """A hash key -> JSON, and a zset key -> when it was last put (µs) for `prune`."""
 
-    __slots__ = ("_keys", "_redis", "_scripts")
-
-    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
-        self._redis = redis
-        self._scripts = scripts
-        self._keys = keys
+    __slots__ = ()
 
     async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
         async with self._redis.pipeline(transaction=True) as pipe:

@@ -10,12 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from redis.asyncio import Redis
-
 from bridge.store.micros import to_micros
 from bridge.store.redis.aging import prune_by_age
-from bridge.store.redis.keys import RUN_TTL_MS, Keys
-from bridge.store.redis.scripts import Scripts
+from bridge.store.redis.concern import RedisConcern
+from bridge.store.redis.keys import RUN_TTL_MS
 from bridge.store.streams import StreamStore
 
 
@@ -23,13 +21,8 @@ def _text(deltas: Mapping[str, str]) -> str:
     return "".join(deltas[seq] for seq in sorted(deltas, key=int))
 
 
-class RedisStreamStore(StreamStore):
-    __slots__ = ("_keys", "_redis", "_scripts")
-
-    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
-        self._redis = redis
-        self._scripts = scripts
-        self._keys = keys
+class RedisStreamStore(RedisConcern, StreamStore):
+    __slots__ = ()
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
         key = self._keys.run(run_id)
