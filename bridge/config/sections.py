@@ -134,11 +134,12 @@ class CommandNames(BaseModel):
 
 
 def check_store_url(url: str) -> str:
-    """Validate with the store layer's own parser, whose messages mask any password."""
+    """Validate with the store layer's own parser, whose messages mask any password.
+
+    Only the URL is checked (scheme, path, Redis host, port, database and options); whether
+    the server answers is found out when the bridge opens the store.
+    """
     from bridge.store.opening import parse_store_url
 
-    try:
-        parse_store_url(url)
-    except NotImplementedError as exc:  # a known backend that is not available yet
-        raise ValueError(str(exc)) from None
+    parse_store_url(url)
     return url

@@ -1,11 +1,18 @@
 """Every piece of state the bridge keeps, behind one interface (DESIGN §7).
 
-`open_store(url)` gives a `Store`; each concern is an attribute of it (`store.conversations`
-today). Adding a concern is described in docs/tracking.md.
+`open_store(url)` gives a `Store` (memory, SQLite or Redis); each concern is an attribute of
+it (`store.conversations`, `store.outbox`, …). Adding a concern is described in docs/tracking.md.
 """
 
 from bridge.store.base import ConversationChange, ConversationStore, Store, Updated
-from bridge.store.opening import SUPPORTED, OpeningStore, StoreUrl, open_store, parse_store_url
+from bridge.store.opening import (
+    SUPPORTED,
+    OpeningStore,
+    StoreUnavailable,
+    StoreUrl,
+    open_store,
+    parse_store_url,
+)
 from bridge.store.records import Conversation, HistoryEntry
 
 __all__ = [
@@ -16,6 +23,7 @@ __all__ = [
     "HistoryEntry",
     "OpeningStore",
     "Store",
+    "StoreUnavailable",
     "StoreUrl",
     "Updated",
     "open_store",

@@ -1,9 +1,10 @@
 """`open_store(url)`: the one way to get a store, chosen by URL scheme.
 
-Supported: `memory://` (a fresh, empty store) and `sqlite:///path.db` — three slashes, then
+Supported: `memory://` (a fresh, empty store), `sqlite:///path.db` — three slashes, then
 the path, as SQLAlchemy spells it: `sqlite:///data/bridge.db` is relative to the working
 directory, `sqlite:////var/lib/bcn/bridge.db` absolute, `sqlite:///:memory:` a private
-in-memory database. `redis://` is reserved for the shared store to come.
+in-memory database — and `redis://[:password@]host:port/db` (`rediss://` for TLS,
+`?prefix=name` for the key prefix), the store several instances share.
 """
 
 from __future__ import annotations
@@ -16,17 +17,25 @@ from urllib.parse import urlsplit, urlunsplit
 
 from bridge.store.base import Store
 from bridge.store.memory import MemoryStore
+from bridge.store.redis.url import RedisUrl, parse_redis_url
 from bridge.store.sqlite import SqliteStore
 
-SUPPORTED = ("memory://", "sqlite:///path.db")
+SUPPORTED = ("memory://", "sqlite:///path.db", "redis://host:port/db")
+
+
+class StoreUnavailable(ConnectionError):
+    """The store's server could not be reached or refused us; the message names where it
+    is (never a password). An OSError, so `bcn-bridge run` reports it in one line."""
 
 
 @dataclass(frozen=True, slots=True)
 class StoreUrl:
-    """A checked store URL: which backend, and (for SQLite) which file."""
+    """A checked store URL: which backend, and (for SQLite) which file or (for Redis) which
+    server, database and key prefix."""
 
     scheme: str
     path: str | None = None
+    redis: RedisUrl | None = None
 
 
 def parse_store_url(url: str) -> StoreUrl:
@@ -39,7 +48,7 @@ def parse_store_url(url: str) -> StoreUrl:
             f"store URL {redacted(url)!r} has no scheme; supported: {', '.join(SUPPORTED)}"
         )
     scheme, rest = url.split("://", 1)
-    url = redacted(url)
+    raw, url = url, redacted(url)
     if scheme == "memory":
         if rest:
             raise ValueError(f"store URL {url!r}: memory:// takes no path")
@@ -52,10 +61,7 @@ def parse_store_url(url: str) -> StoreUrl:
             )
         return StoreUrl("sqlite", rest[1:])
     if scheme in ("redis", "rediss"):
-        raise NotImplementedError(
-            f"store URL {url!r}: the Redis store is not implemented yet; "
-            f"supported: {', '.join(SUPPORTED)}"
-        )
+        return StoreUrl(scheme, redis=parse_redis_url(raw, url))
     raise ValueError(
         f"store URL {url!r}: unknown scheme {scheme!r}; supported: {', '.join(SUPPORTED)}"
     )
@@ -113,4 +119,9 @@ class OpeningStore:
         if self._url.scheme == "sqlite":
             assert self._url.path is not None
             return SqliteStore(self._url.path)
+        if self._url.redis is not None:
+            # Imported here: redis-py is only loaded when a Redis store is opened.
+            from bridge.store.redis.store import open_redis_store
+
+            return await open_redis_store(self._url.redis)
         return MemoryStore()

@@ -285,7 +285,7 @@ def test_store_url_is_checked(write_config, store: str, expected: str) -> None:
 
 
 def test_redis_password_is_not_echoed(write_config) -> None:
-    path = write_config(HUB + "store: 'redis://:sekrit@cache:6379/0'\n")
+    path = write_config(HUB + "store: 'redis://:sekrit@cache:6379/zero'\n")
     ((_, where, message),) = _problems(path)
     assert where == "store" and "sekrit" not in message
 
@@ -304,7 +304,7 @@ def test_values_from_the_environment_are_not_echoed(write_config, test_adapters)
 
     assert _problems(store, environ) == [
         (5, "store", "store URL '***': unknown scheme 'weird'; supported: memory://, "
-         "sqlite:///path.db"),
+         "sqlite:///path.db, redis://host:port/db"),
     ]  # fmt: skip
     assert _problems(bindings, environ) == [
         (10, "bindings[1]", "binds chat '***' on 'testchat:main' again (already bound by "

@@ -1,13 +1,73 @@
-from collections.abc import AsyncIterator
+"""The `store` fixture: every contract test runs against memory, SQLite and Redis alike.
+
+Redis runs against a real server (see `redis_server.py`); each test gets its own key prefix
+and its keys are deleted afterwards, so tests neither see each other's state nor leave any.
+"""
+
+import shutil
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from bridge.store import Store, open_store
+from bridge.store.redis.store import RedisStore
+from tests.store.redis_server import (
+    drop_prefix,
+    private_server,
+    skip_reason,
+    some_server,
+    with_prefix,
+)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[str]:
+    """The URL of a real Redis for the session (found, or started privately)."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    try:
+        with some_server() as url:
+            yield url
+    except LookupError as exc:
+        pytest.fail(str(exc), pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def private_redis() -> Iterator[str]:
+    """A redis-server nobody else writes to, for tests that look at every key in it."""
+    reason = skip_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    binary = shutil.which("redis-server")
+    if binary is None:
+        pytest.skip("needs redis-server on PATH: only a private server shows every key written")
+    with private_server(binary) as url:
+        yield url
+
+
+@pytest.fixture
+async def redis_url(redis_server: str) -> AsyncIterator[str]:
+    """A store URL with a prefix of this test's own; whatever it wrote is deleted after."""
+    url, prefix = with_prefix(redis_server)
+    yield url
+    async with open_store(url) as store:
+        assert isinstance(store, RedisStore)
+        await drop_prefix(store.redis, prefix)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    url = "memory://" if request.param == "memory" else f"sqlite:///{tmp_path}/state.db"
+    if request.param == "memory":
+        url, prefix = "memory://", None
+    elif request.param == "sqlite":
+        url, prefix = f"sqlite:///{tmp_path}/state.db", None
+    else:
+        url, prefix = with_prefix(request.getfixturevalue("redis_server"))
     async with open_store(url) as opened:
-        yield opened
+        try:
+            yield opened
+        finally:
+            if isinstance(opened, RedisStore) and prefix is not None:
+                await drop_prefix(opened.redis, prefix)

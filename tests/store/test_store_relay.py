@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
+import pytest
+
 from bridge.store import Store
-from bridge.store.relay import OutboxItem
+from bridge.store.relay import OutboxItem, SpoolEntry
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
@@ -69,3 +71,35 @@ async def test_outbox_reads_one_lane_at_a_time(store: Store) -> None:
     for done in await store.outbox.pending(lane="b"):
         await store.outbox.complete(done.id)
     assert await store.outbox.lanes() == ["a"]
+
+
+async def test_recording_a_part_of_a_completed_item_does_nothing(store: Store) -> None:
+    queued = item("a", "one", "two")
+    await store.outbox.append(queued)
+    await store.outbox.complete(queued.id)
+    await store.outbox.record_part(queued.id, 0, "m-late")
+    assert await store.outbox.pending() == []
+    kept = item("a", "one")
+    await store.outbox.append(kept)
+    with pytest.raises(IndexError):
+        await store.outbox.record_part(kept.id, 1, "m-2")  # it has one part only
+
+
+async def test_spool_keeps_arrival_order_once_per_key_and_counts(store: Store) -> None:
+    def entry(text: str) -> SpoolEntry:
+        return SpoolEntry(lane="t:main|room|", binding="telegram:main|room|",
+                          params={"text": text, "nested": {"ü": [1, 2]}})
+
+    ids = [await store.spool.append(entry(f"m{n}"), once=f"tg:{n}", now=T0) for n in range(3)]
+    assert None not in ids and ids == sorted(ids)
+    assert await store.spool.append(entry("again"), once="tg:1", now=T0) is None
+    assert await store.seen.has("tg:2")
+    assert await store.spool.count() == 3
+    first_two = await store.spool.pending(limit=2)
+    assert [(e.id, e.params["text"], e.created_at) for e in first_two] == [
+        (ids[0], "m0", T0), (ids[1], "m1", T0)
+    ]
+    assert first_two[0].params["nested"] == {"ü": [1, 2]}
+    await store.spool.complete(ids[0])
+    assert [e.id for e in await store.spool.pending()] == ids[1:]
+    assert await store.spool.count() == 2

@@ -89,8 +89,8 @@ def test_bad_urls_and_files_are_clear_errors(
 ) -> None:
     code, _, err = run(capsys, "--store", "mysql://x/y")
     assert code == 2 and "unknown scheme" in err
-    code, _, err = run(capsys, "--store", "redis://u:hunter2@h/0")
-    assert code == 2 and "not implemented yet" in err and "hunter2" not in err
+    code, _, err = run(capsys, "--store", "redis://u:hunter2@h/zero")
+    assert code == 2 and "database number" in err and "hunter2" not in err
     junk = tmp_path / "junk.db"
     junk.write_text("this is not a database" * 100)
     code, _, err = run(capsys, "--store", f"sqlite:///{junk}")

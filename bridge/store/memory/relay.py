@@ -106,7 +106,9 @@ class MemorySpoolStore(SpoolStore):
             return None
         entry.id = self._next_id
         self._next_id += 1
-        self._entries[entry.id] = copy.deepcopy(entry)
+        kept = copy.deepcopy(entry)
+        kept.created_at = entry.created_at or now  # as SQLite and Redis keep it
+        self._entries[entry.id] = kept
         return entry.id
 
     async def pending(self, limit: int = 100) -> list[SpoolEntry]:

@@ -16,14 +16,13 @@ from __future__ import annotations
 import secrets
 import sqlite3
 from collections.abc import Collection, Iterable, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from bridge.store.base import ConversationChange, ConversationStore, Updated, check_replacement
+from bridge.store.micros import from_micros, to_micros
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.sqlite.connection import write_transaction
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 # How many conversations to keep for reuse; about 1 KB each.
 RECENT_LIMIT = 2048
@@ -50,15 +49,6 @@ _UPSERT = f"""
 _INSERT_HISTORY = (
     f"INSERT INTO conversation_history ({_HISTORY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-
-
-def to_micros(moment: datetime) -> int:
-    """Exact integer microseconds since the epoch (floats would lose the last digit)."""
-    return (moment - _EPOCH) // timedelta(microseconds=1)
-
-
-def from_micros(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)
 
 
 class SqliteConversationStore(ConversationStore):

@@ -9,6 +9,7 @@ from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
+from bridge.store.micros import from_micros, to_micros
 from bridge.store.relay import (
     MessageMapStore,
     OutboxItem,
@@ -18,7 +19,6 @@ from bridge.store.relay import (
     SpoolStore,
 )
 from bridge.store.sqlite.connection import write_transaction
-from bridge.store.sqlite.conversations import from_micros, to_micros
 from bridge.store.streams import StreamStore
 
 

@@ -1,0 +1,105 @@
+"""The loop guard in Redis: per-lane state in a hash, held outputs in a list, both TTL'd.
+
+`bot_spoke` applies the one rule, `guard_turn`, under WATCH/MULTI (retried when another
+instance counted a message in the same lane meanwhile). `hold` is the HOLD script: the `once`
+claim, the keep-or-count decision and the write are one step. `human_spoke` WATCHes both keys,
+reads what was held, and in one MULTI deletes the lane's state and queues each held item in
+the outbox through the same ENQUEUE script `append` uses, so ids keep increasing in queue
+order; a hold that lands in between makes EXEC fail and the release is decided again.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from redis.asyncio import Redis
+from redis.asyncio.client import Pipeline
+
+from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
+from bridge.store.micros import to_micros
+from bridge.store.redis.codec import (
+    decode_guard,
+    decode_item,
+    encode_guard,
+    encode_item,
+    encode_queued_item,
+)
+from bridge.store.redis.concern import RedisConcern
+from bridge.store.redis.keys import GUARD_SLACK_MS, HELD_TTL_MS, Keys
+from bridge.store.redis.optimistic import Plan, Turns, optimistic
+from bridge.store.redis.queue import Queue
+from bridge.store.redis.scripts import Scripts
+from bridge.store.relay import OutboxItem
+
+
+def state_ttl_ms(state: LaneGuard, window: float) -> int:
+    """A paused lane waits for a human for days; an unpaused one only remembers the window."""
+    return HELD_TTL_MS if state.paused else int(window * 1000) + GUARD_SLACK_MS
+
+
+class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
+    __slots__ = ("_outbox", "_turns")
+
+    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys, outbox: Queue) -> None:
+        super().__init__(redis, scripts, keys)
+        self._outbox = outbox
+        self._turns = Turns()  # per lane: bot_spoke and human_spoke both go by the state key
+
+    async def bot_spoke(
+        self, lane: str, *, limit: int, window: float, now: datetime
+    ) -> Verdict:
+        key = self._keys.guard(lane)
+
+        async def attempt(pipe: Pipeline) -> Plan[Verdict]:
+            state = decode_guard(await pipe.hgetall(key))
+            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+
+            async def write(pipe: Pipeline) -> None:
+                pipe.hset(key, mapping=encode_guard(state))
+                pipe.pexpire(key, state_ttl_ms(state, window))
+
+            return Plan(write, lambda _: verdict)
+
+        return await optimistic(self._redis, [key], attempt, self._turns)
+
+    async def is_paused(self, lane: str) -> bool:
+        return await self._redis.hget(self._keys.guard(lane), "paused") == "1"
+
+    async def hold(
+        self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
+    ) -> bool:
+        held = await self._scripts.hold(
+            keys=[self._keys.seen, self._keys.guard(lane), self._keys.held(lane)],
+            args=[once or "", to_micros(now), keep, encode_item(item), HELD_TTL_MS],
+        )
+        return bool(held)
+
+    async def human_spoke(self, lane: str) -> Released | None:
+        state_key, held_key = self._keys.guard(lane), self._keys.held(lane)
+
+        async def attempt(pipe: Pipeline) -> Plan[Released | None]:
+            fields = await pipe.hgetall(state_key)
+            if not fields:
+                return Plan(None, lambda _: None)  # the common case: nothing to write
+            state = decode_guard(fields)
+            held = [decode_item(text) for text in await pipe.lrange(held_key, 0, -1)]
+
+            async def write(pipe: Pipeline) -> None:
+                pipe.delete(state_key, held_key)
+                if state.paused:
+                    for item in held:
+                        await self._outbox.append(
+                            encode_queued_item(item), once=None, seen_at=None, group=item.lane,
+                            client=pipe,
+                        )
+
+            def released(replies: list[object]) -> Released | None:
+                if not state.paused:
+                    return None
+                for item, item_id in zip(held, replies[1:], strict=True):
+                    item.id = int(item_id)  # type: ignore[call-overload]
+                return Released(held, state.held_over)
+
+            return Plan(write, released)
+
+        return await optimistic(self._redis, [state_key, held_key], attempt, self._turns)

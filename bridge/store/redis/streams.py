@@ -1,0 +1,49 @@
+"""Streamed text per run in Redis: a hash seq -> delta per run, TTL'd, and an age zset.
+
+`append` is one MULTI (HSETNX the delta, refresh the TTL and the run's age, read every
+delta), so a replayed delta changes nothing and the text returned is consistent. A run whose
+bot died mid-stream expires by itself; `prune` forgets runs older than a cut-off sooner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+
+from bridge.store.micros import to_micros
+from bridge.store.redis.aging import prune_by_age
+from bridge.store.redis.concern import RedisConcern
+from bridge.store.redis.keys import RUN_TTL_MS
+from bridge.store.streams import StreamStore
+
+
+def _text(deltas: Mapping[str, str]) -> str:
+    return "".join(deltas[seq] for seq in sorted(deltas, key=int))
+
+
+class RedisStreamStore(RedisConcern, StreamStore):
+    __slots__ = ()
+
+    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+        key = self._keys.run(run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hsetnx(key, str(int(seq)), text)
+            pipe.pexpire(key, RUN_TTL_MS)
+            pipe.zadd(self._keys.run_ages, {run_id: to_micros(now)}, gt=True)
+            pipe.hgetall(key)
+            *_, deltas = await pipe.execute()
+        return _text(deltas)
+
+    async def take(self, run_id: str) -> str:
+        key = self._keys.run(run_id)
+        async with self._redis.pipeline(transaction=True) as pipe:
+            pipe.hgetall(key)
+            pipe.delete(key)
+            pipe.zrem(self._keys.run_ages, run_id)
+            deltas, *_ = await pipe.execute()
+        return _text(deltas)
+
+    async def prune(self, before: datetime) -> int:
+        return await prune_by_age(
+            self._scripts, self._keys.run_ages, before, keys_under=self._keys.run_prefix()
+        )
