@@ -1,4 +1,4 @@
-"""Two `bcn-bridge run` instances sharing one store and one hub, and a kill -9 mid-burst.
+"""Two `bcn-bridge run` instances sharing one Redis and one hub, and a kill -9 mid-burst.
 
 Real processes all the way: a `bcn-bridge hub`, two bridges (each its own link name), the
 example Echo bot, and the fake Telegram in this process — which answers a second concurrent
@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+import redis.asyncio
 
 from bridge.core.instance import HOST_VARIABLE
 from bridge.demo import start_demo_bots
@@ -27,6 +28,7 @@ from tests.support.bridge_process import (
     free_port,
     write_config,
 )
+from tests.support.redis_server import drop_prefix, skip_reason, some_server, with_prefix
 
 pytestmark = pytest.mark.slow
 
@@ -37,6 +39,18 @@ BURST = 30
 KILL_AFTER = 8
 """Answers seen before the poller is killed: the rest of the burst is in flight or unsent."""
 ANSWERED_WITHIN = 60.0
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    """A real Redis (see tests/support/redis_server.py), a fresh key prefix per module."""
+    if (reason := skip_reason()) is not None:
+        pytest.skip(reason)
+    try:
+        with some_server() as url:
+            yield with_prefix(url)[0]
+    except LookupError as missing:
+        pytest.fail(str(missing))
 
 
 @pytest.fixture
@@ -92,12 +106,12 @@ async def poller(instances: dict[str, ServiceProcess]) -> str:
 
 @pytest.mark.parametrize("hosts", ["one host", "two hosts"])
 async def test_kill_9_of_the_polling_instance_mid_burst_loses_and_doubles_nothing(
-    tmp_path: Path, fake: FakeTelegram, hosts: str
+    tmp_path: Path, fake: FakeTelegram, hosts: str, redis_url: str
 ) -> None:
     """On one host the survivor sees the dead process is gone and takes over at once; on two
     hosts it cannot know and takes over when the dead one's leases expire."""
     hub_port = free_port()
-    store = f"sqlite:///{tmp_path / 'shared.db'}"
+    store, prefix = with_prefix(redis_url)  # both instances, one store, nothing else in it
     hub = HubProcess(write_config(tmp_path / "hub.yaml", hub_config(tmp_path, hub_port)))
     await hub.start()
     bots = await start_demo_bots(f"ws://127.0.0.1:{hub_port}", tmp_path, stream=False)
@@ -138,6 +152,9 @@ async def test_kill_9_of_the_polling_instance_mid_burst_loses_and_doubles_nothin
         for process in instances.values():
             await process.kill()
         await hub.stop()
+        client = redis.asyncio.Redis.from_url(store.partition("?")[0])
+        await drop_prefix(client, prefix)
+        await client.aclose()
     lost = [n for n in range(BURST) if f"burst message {n}" not in final]
     doubled = {text: count for text, count in final.items() if count > 1}
     print(f"\ntwo instances ({hosts}), kill -9 of {polling} mid-burst: {BURST} sent, "

@@ -12,7 +12,7 @@ import pytest
 
 from bridge.store import Store, open_store
 from bridge.store.redis.store import RedisStore
-from tests.store.redis_server import (
+from tests.support.redis_server import (
     drop_prefix,
     private_server,
     skip_reason,

@@ -23,8 +23,8 @@ from bridge.store.micros import to_micros
 from bridge.store.redis.keys import GUARD_SLACK_MS, HELD_TTL_MS, RUN_TTL_MS
 from bridge.store.redis.store import RedisStore
 from bridge.store.relay import OutboxItem
-from tests.store.redis_server import drop_prefix, with_db, with_prefix
 from tests.store.test_store_conversations import record
+from tests.support.redis_server import drop_prefix, with_db, with_prefix
 
 T0 = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 LANE = "t:main|room|"
