@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bridge.store import Conversation, open_store, parse_store_url
+from bridge.store import Conversation, StoreUnavailable, open_store, parse_store_url
 from bridge.store.sqlite import IN_MEMORY
 from bridge.store.sqlite.migrations import SchemaTooNew
 from bridge.tracking import STATUSES, Tracker
@@ -64,6 +64,9 @@ def run(args: argparse.Namespace) -> int:
         )
     except (sqlite3.DatabaseError, SchemaTooNew) as exc:
         print(f"bcn-bridge conversations: cannot read {url.path}: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except StoreUnavailable as exc:  # its message names host:port, never a password
+        print(f"bcn-bridge conversations: {exc}", file=sys.stderr)
         return EXIT_FAILED
     if args.json:
         print(json.dumps([conversation.to_dict() for conversation in conversations], indent=2))

@@ -50,7 +50,9 @@ class BridgeConfig(BaseModel):
     )
     bcn: BcnSection = Field(default_factory=BcnSection)
     store: Annotated[str, AfterValidator(check_store_url)] = Field(
-        DEFAULT_STORE, description="Where state is kept: sqlite:///path.db or memory://."
+        DEFAULT_STORE,
+        description="Where state is kept: sqlite:///path.db, redis://host:port/db (several "
+        "instances share it), or memory://.",
     )
     web: WebSection = Field(default_factory=WebSection)
     accounts: AccountConfigs = Field(

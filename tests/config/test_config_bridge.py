@@ -65,7 +65,12 @@ def test_example_config_loads() -> None:
     assert config.bcn.token == ENV["BCN_LINK_TOKEN"]
     assert config.hub is not None and config.hub.link_tokens == [ENV["BCN_LINK_TOKEN"]]
     assert config.hub.listen == "127.0.0.1:8765"  # ${HUB_LISTEN:-...} default
-    assert {b.channel for b in config.bindings} == {"telegram:main", "webchat:main"}
+    assert {b.channel for b in config.bindings} == {
+        "telegram:main", "discord:main", "slack:main", "webchat:main",
+    }
+    discord, slack = config.account("discord:main"), config.account("slack:main")
+    assert discord.token.get_secret_value() == ENV["DISCORD_BOT_TOKEN"]
+    assert slack.bot_token.get_secret_value() == ENV["SLACK_BOT_TOKEN"]
     assert config.commands.enabled() == {
         "ask": "ask",
         "requests": "requests",

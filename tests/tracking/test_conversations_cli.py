@@ -126,3 +126,14 @@ async def test_table_renders_ages_and_deadlines_relative_to_now() -> None:
 )  # fmt: skip
 def test_short_duration(seconds: int, text: str) -> None:
     assert short_duration(timedelta(seconds=seconds)) == text
+
+
+def test_an_unreachable_redis_is_one_line_without_the_password(capsys) -> None:
+    from tests.support.bridge_process import free_port
+
+    port = free_port()  # nobody listens there
+    code = main(["conversations", "--store", f"redis://:s3cret-pw@127.0.0.1:{port}/0"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"127.0.0.1:{port}" in err and "s3cret-pw" not in err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1
