@@ -124,6 +124,12 @@ class Room:
         """Send one frame to every member; a member whose socket fails is skipped, not fatal."""
         data = encode(frame)
         members = list(self.members)
+        if len(members) == 1:  # the common case: no gather, no task per frame
+            try:
+                await members[0].send_text(data)
+            except Exception as error:
+                log.debug("webchat: dropping a frame for %s: %s", members[0].name, error)
+            return
         results = await asyncio.gather(
             *(member.send_text(data) for member in members), return_exceptions=True
         )

@@ -61,7 +61,9 @@ class WebchatSession:
         if self.ws.closed:
             return
         try:
-            await asyncio.wait_for(self.ws.send_str(data), self.send_timeout)
+            # asyncio.timeout, not wait_for: no task per frame on the hot path.
+            async with asyncio.timeout(self.send_timeout):
+                await self.ws.send_str(data)
         except TimeoutError:
             log.info("webchat: %s stopped reading; disconnecting it", self.name or "a page")
             if self.transport is not None:

@@ -49,20 +49,27 @@ class RelayContext:
     bridge_name: str = BRIDGE_NAME
     background: Background = field(default_factory=lambda: Background("relay-io"))
     _warned_unbound: set[str] = field(default_factory=set)
+    _by_chat: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     _typing_at: dict[str, float] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self._by_chat: dict[tuple[str, str], list[Binding]] = {}
+        for binding in self.bindings:
+            self._by_chat.setdefault((binding.channel, binding.chat), []).append(binding)
 
     def binding_by_key(self, key: str) -> Binding | None:
         """The binding whose `binding_key` is `key` (see `bridge.core.spool`)."""
         channel, chat_id, thread = key.split("|", 2)
-        for binding in self.bindings:
-            if (binding.channel, binding.chat, binding.thread or "") == (channel, chat_id, thread):
+        for binding in self._by_chat.get((channel, chat_id), ()):
+            if (binding.thread or "") == thread:
                 return binding
         return None
 
     def binding_for(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
-        """The most specific binding: a thread-pinned one beats a whole-chat one."""
+        """The most specific binding: a thread-pinned one beats a whole-chat one (found by
+        chat in a dict: a bridge with thousands of bindings pays nothing per message)."""
         best: Binding | None = None
-        for binding in self.bindings:
+        for binding in self._by_chat.get((channel, chat_id), ()):
             if binding.matches(channel, chat_id, thread_id) and (
                 best is None or binding.thread is not None
             ):
@@ -99,22 +106,70 @@ class RelayContext:
         protocol: dict[str, Any] | None = None,
         reply_to: str | None = None,
         once: str | None = None,
-        hold: bool = False,
     ) -> bool:
         """Render for the lane's adapter and queue durably (returns once stored).
 
         `once`: a `seen` key recorded in the same transaction (see `Outbox.put`). True when
-        the output was queued by this call. `hold`: the lane's loop guard paused it — keep
-        it with the lane's held outputs until a human speaks.
+        the output was queued by this call.
         """
+        item = self._item(lane, binding, markdown, sender_label=sender_label, kind=kind,
+                          run_id=run_id, conversation=conversation, protocol=protocol,
+                          reply_to=reply_to)
+        return item is not None and await self.outbox.put(item, once=once)
+
+    async def post_bot_output(
+        self,
+        lane: Lane,
+        binding: Binding,
+        markdown: str,
+        *,
+        sender_label: str,
+        run_id: str | None,
+        conversation: str,
+        protocol: dict[str, Any] | None,
+        once: str | None,
+    ) -> bool:
+        """A bot's final, through the lane's loop guard, in one store write: queued when
+        allowed, held while the chat is paused (the chat is told once, when it pauses).
+        False only for a replayed delivery (nothing done)."""
+        item = self._item(lane, binding, markdown, sender_label=sender_label,
+                          kind=OutboundKind.FINAL, run_id=run_id, conversation=conversation,
+                          protocol=protocol)
+        if item is None:
+            return False
+        guard = binding.loop_guard
+        verdict, _ = await self.store.loop_guard.post(
+            lane.key, item, limit=guard.max_messages, window=guard.window_seconds,
+            keep=guard.max_messages, once=once, now=self.clock(),
+        )
+        if verdict == "allow":
+            self.outbox.adopt([item])
+        elif verdict == "tripped":
+            await self._tell_paused(lane, binding)
+        return verdict != "seen"
+
+    def _item(
+        self,
+        lane: Lane,
+        binding: Binding,
+        markdown: str,
+        *,
+        sender_label: str,
+        kind: OutboundKind,
+        run_id: str | None,
+        conversation: str,
+        protocol: dict[str, Any] | None,
+        reply_to: str | None = None,
+    ) -> OutboxItem | None:
+        """The outbox item an output becomes: rendered and split for the lane's adapter."""
         adapter = self.adapters.get(lane.channel)
         if adapter is None:
             log.warning("no adapter for %s; cannot post", lane.channel)
-            return False
+            return None
         parts = render_parts(
             markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
         )
-        item = OutboxItem(
+        return OutboxItem(
             lane=lane.key,
             kind=kind.value,
             sender_label=sender_label,
@@ -125,11 +180,6 @@ class RelayContext:
             protocol=protocol,
             created_at=self.clock(),
         )
-        if hold:
-            return await self.store.loop_guard.hold(
-                lane.key, item, keep=binding.loop_guard.max_messages, once=once, now=self.clock()
-            )
-        return await self.outbox.put(item, once=once)
 
     async def track(self, parsed: Any, lane: Lane) -> None:
         """Track a protocol message seen in this lane and refresh the lane's request panel."""
@@ -160,13 +210,17 @@ class RelayContext:
             lane.key, limit=guard.max_messages, window=guard.window_seconds, now=self.clock()
         )
         if verdict == "tripped":
-            await self.notice(
-                lane, binding,
-                f"⏸️ Bot messages paused here: more than {guard.max_messages} in "
-                f"{guard.window_seconds:g}s without a human. What they say is held; say "
-                "something to see it and let them go on.",
-            )
+            await self._tell_paused(lane, binding)
         return verdict == "allow"
+
+    async def _tell_paused(self, lane: Lane, binding: Binding) -> None:
+        guard = binding.loop_guard
+        await self.notice(
+            lane, binding,
+            f"⏸️ Bot messages paused here: more than {guard.max_messages} in "
+            f"{guard.window_seconds:g}s without a human. What they say is held; say "
+            "something to see it and let them go on.",
+        )
 
     async def human_spoke(self, lane: Lane, binding: Binding) -> None:
         """A human wrote: the lane's loop guard resets, and what it held is shown."""

@@ -89,10 +89,8 @@ class OutboundPipeline:
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
-        shown = await ctx.bot_turn(lane, binding)
-        return await ctx.post(lane, binding, text, sender_label=bot, kind=OutboundKind.FINAL,
-                              run_id=run_id, conversation=session, protocol=protocol, once=once,
-                              hold=not shown)
+        return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
+                                         conversation=session, protocol=protocol, once=once)
 
     async def _middleware(
         self,

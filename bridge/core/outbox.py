@@ -115,7 +115,9 @@ class StreamedMessages:
 
 
 Resolver = Callable[[Lane], tuple[Adapter, Binding] | None]
-SentCallback = Callable[[OutboxItem, int, PlatformRef], Awaitable[None]]
+SentRecords = Callable[[OutboxItem, PlatformRef], dict[str, dict[str, Any]]]
+"""The message-map records to keep for a platform message the outbox posted (e.g. for the
+own-echo filter); written in the same transaction that marks the part posted."""
 
 
 class Outbox:
@@ -137,7 +139,7 @@ class Outbox:
         clock: Clock,
         leases: LeaseStore | None = None,
         holder: str = "bcn-bridge",
-        on_sent: SentCallback | None = None,
+        sent_records: SentRecords | None = None,
         retry_initial: float = 0.5,
         retry_maximum: float = 60.0,
         lease_ttl: float = LANE_LEASE_TTL,
@@ -150,7 +152,7 @@ class Outbox:
         self.clock = clock
         self.leases = leases
         self.holder = holder
-        self.on_sent = on_sent
+        self.sent_records = sent_records
         self.retry_initial = retry_initial
         self.retry_maximum = retry_maximum
         self.lease_ttl = lease_ttl
@@ -286,13 +288,15 @@ class Outbox:
                     continue
                 item = batch[0]
                 self._pending[item.id] = lane_key
+                finished = False
                 try:
-                    await self._handle(lane, item)
+                    finished = await self._handle(lane, item)
                 except asyncio.CancelledError:
                     raise
                 except Exception:
                     log.exception("outbox: giving up on an item for %s", lane_key)
-                await self.store.complete(item.id)
+                if not finished:
+                    await self.store.complete(item.id)
                 self._forget([item.id])
         finally:
             if keeper is not None:
@@ -324,36 +328,46 @@ class Outbox:
         later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
         return any(other.run_id == item.run_id and other.id > item.id for other in later)
 
-    async def _handle(self, lane: Lane, item: OutboxItem) -> None:
+    async def _handle(self, lane: Lane, item: OutboxItem) -> bool:
+        """Post (or finish posting) one item; True when that also took it off the queue."""
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
-            return
+            return False
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
             await self._preview(lane, adapter, binding, item)
-            return
+            return False
         stream = await self._stream(item.run_id)
+        streamed = len(stream.message_ids) if stream is not None else 0
+        leftovers = streamed > len(item.parts)
         for index, part in enumerate(item.parts):
             if item.sent[index] is not None:
                 continue
             out = self._outbound(binding, item, part, index)
-            if stream is not None and index < len(stream.message_ids):
+            if stream is not None and index < streamed:
                 ref = stream.ref(index)
                 if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
-                    return
+                    return False
+                records = None  # recorded when the preview posted it
             else:
                 ref = await self._attempt(lambda o=out: adapter.send(o), lane)
                 if ref is _FAILED or ref is None:
-                    return
+                    return False
+                records = self.sent_records(item, ref) if self.sent_records else None
             item.sent[index] = ref.message_id
-            # Marked before anything else happens, the last part too: a crash from here on
+            # Marked before anything else happens, the last part too (which, with nothing
+            # left to delete, ends the item in the same write): a crash from here on
             # resumes after this part instead of posting it again.
-            await self.store.record_part(item.id, index, ref.message_id)
-            if self.on_sent is not None and (stream is None or index >= len(stream.message_ids)):
-                await self.on_sent(item, index, ref)
-        if stream is not None and len(stream.message_ids) > len(item.parts):
+            done = index == len(item.parts) - 1 and not leftovers
+            await self.store.record_part(
+                item.id, index, ref.message_id, remember=records, now=self.clock(), done=done
+            )
+            if done:
+                return True
+        if stream is not None and leftovers:
             await self._drop_leftovers(lane, adapter, item, stream)
+        return False
 
     async def _drop_leftovers(
         self, lane: Lane, adapter: Adapter, item: OutboxItem, stream: StreamedMessages
@@ -409,8 +423,9 @@ class Outbox:
                     stream = StreamedMessages(ref.chat_id, ref.thread_id, [], [])
                 stream.message_ids.append(ref.message_id)
                 stream.shown.append("")
-                if self.on_sent is not None:
-                    await self.on_sent(item, index, ref)
+                for key, value in (self.sent_records(item, ref) if self.sent_records
+                                   else {}).items():
+                    await self.message_map.put(key, value, self.clock())
             stream.shown[index] = digest
             await self._save_stream(item.run_id, stream)
         self._last_edit[item.run_id] = loop.time()

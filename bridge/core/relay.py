@@ -74,7 +74,7 @@ class Relay:
         self.outbox = Outbox(
             store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
             leases=store.leases, holder=self.instance,
-            on_sent=self._remember_sent, retry_initial=outbox_retry_initial,
+            sent_records=self._sent_records, retry_initial=outbox_retry_initial,
         )
         # The spool calls back into the pipeline and the context, both built just below.
         self.spool = InboundSpool(
@@ -150,20 +150,19 @@ class Relay:
     async def _deliver(self, params: dict[str, Any]) -> None:
         await self.outbound.deliver(params)
 
-    async def _remember_sent(self, item: OutboxItem, index: int, ref: PlatformRef) -> None:
+    @staticmethod
+    def _sent_records(item: OutboxItem, ref: PlatformRef) -> dict[str, dict[str, Any]]:
+        """What the bridge remembers of a message it posted: the own-echo filter and a
+        reply to a bot's CLARIFY look it up by platform message id."""
         lane = Lane.from_key(item.lane)
         protocol = item.protocol or {}
-        await self.ctx.store.message_map.put(
-            sent_key(lane.channel, ref.chat_id, ref.message_id),
-            {
-                "run_id": item.run_id,
-                "conversation": item.conversation,
-                "sender": item.sender_label,
-                "type": protocol.get("type"),
-                "request_id": protocol.get("request_id"),
-            },
-            self.ctx.clock(),
-        )
+        return {sent_key(lane.channel, ref.chat_id, ref.message_id): {
+            "run_id": item.run_id,
+            "conversation": item.conversation,
+            "sender": item.sender_label,
+            "type": protocol.get("type"),
+            "request_id": protocol.get("request_id"),
+        }}
 
     # ------------------------------------------------------------------ participants
     async def _on_link_event(self, name: str, payload: dict[str, Any]) -> None:

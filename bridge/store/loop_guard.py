@@ -22,6 +22,9 @@ Verdict = Literal["allow", "tripped", "paused"]
 """allow: show it; tripped: this message crossed the limit (hold it, tell the chat once);
 paused: the lane was paused already (hold it)."""
 
+Posted = Literal["allow", "tripped", "paused", "seen"]
+"""What `LoopGuardStore.post` did: a verdict, or "seen" (a replay: nothing done)."""
+
 
 @dataclass(slots=True)
 class LaneGuard:
@@ -85,6 +88,25 @@ class LoopGuardStore(ABC):
 
         `once` (a seen key) is remembered in the same transaction; False when it was seen
         already (a replayed delivery), and then nothing is held or counted.
+        """
+
+    @abstractmethod
+    async def post(
+        self,
+        lane: str,
+        item: OutboxItem,
+        *,
+        limit: int,
+        window: float,
+        keep: int,
+        once: str | None,
+        now: datetime,
+    ) -> tuple[Posted, int | None]:
+        """A bot's output for the lane, in one transaction: counted by the guard, then
+        queued in the outbox when allowed (its id is returned) or held when the lane is
+        paused; `once` is claimed in `seen` too — a replay ("seen") changes nothing.
+
+        One write where counting, remembering the delivery and queueing took three.
         """
 
     @abstractmethod

@@ -7,6 +7,7 @@ operations, so memory, SQLite and (later) Redis implement them alike.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -98,8 +99,22 @@ class OutboxStore(ABC):
         """The lanes that have items not completed yet."""
 
     @abstractmethod
-    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
-        """Part `index` of the item is on the platform as `message_id`."""
+    async def record_part(
+        self,
+        item_id: int,
+        index: int,
+        message_id: str,
+        *,
+        remember: Mapping[str, dict[str, Any]] | None = None,
+        now: datetime | None = None,
+        done: bool = False,
+    ) -> None:
+        """Part `index` of the item is on the platform as `message_id`.
+
+        In the same transaction: `remember` (message-map records, e.g. which platform
+        message the bridge posted) is written with time `now`, and with `done` the item
+        leaves the queue — one write where a posted reply used to take three.
+        """
 
     @abstractmethod
     async def complete(self, item_id: int) -> None:

@@ -66,17 +66,17 @@ async def test_a_delivery_that_could_not_be_queued_is_replayed_not_lost(start_sy
     the same event must still be posted (the id and the output commit together)."""
     system = await start_system(bots=False)
     relay = system.app.relay
-    outbox_store = relay.ctx.store.outbox
-    real_append = outbox_store.append
+    guard_store = relay.ctx.store.loop_guard  # a bot's final is queued through it
+    real_post = guard_store.post
     failures = []
 
-    async def append_failing_once(item, **kwargs):
+    async def post_failing_once(lane, item, **kwargs):
         if not failures:
             failures.append(item)
             raise OSError("disk full")
-        return await real_append(item, **kwargs)
+        return await real_post(lane, item, **kwargs)
 
-    outbox_store.append = append_failing_once
+    guard_store.post = post_failing_once
     [binding_id] = relay.link.bindings_by_id
     delivery = {
         "event_id": "evt-9", "binding_id": binding_id, "bcs_session_id": "demo:channel_x",

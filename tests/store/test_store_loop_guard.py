@@ -61,3 +61,22 @@ async def test_a_human_in_a_lane_that_is_not_paused_resets_its_count(store: Stor
     await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(1))
     assert await store.loop_guard.human_spoke(LANE) is None
     assert await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(2)) == "allow"
+
+
+async def test_a_bot_output_is_counted_and_queued_or_held_in_one_step(store: Store) -> None:
+    policy = {"limit": 2, "window": 60.0, "keep": 5}
+    results = [
+        await store.loop_guard.post(LANE, output(f"o{n}"), once=f"evt:{n}", now=at(n), **policy)
+        for n in range(4)
+    ]
+    assert [verdict for verdict, _ in results] == ["allow", "allow", "tripped", "paused"]
+    queued = await store.outbox.pending()
+    assert [item.id for item in queued] == [results[0][1], results[1][1]]
+    assert [item.parts for item in queued] == [["o0"], ["o1"]]
+    assert await store.seen.has("evt:3")
+    # A replay changes nothing: not counted, not queued, not held again.
+    assert await store.loop_guard.post(LANE, output("o1"), once="evt:1", now=at(5),
+                                       **policy) == ("seen", None)
+    released = await store.loop_guard.human_spoke(LANE)
+    assert released is not None
+    assert [item.parts for item in released.items] == [["o2"], ["o3"]]

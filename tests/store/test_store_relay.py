@@ -103,3 +103,31 @@ async def test_spool_keeps_arrival_order_once_per_key_and_counts(store: Store) -
     await store.spool.complete(ids[0])
     assert [e.id for e in await store.spool.pending()] == ids[1:]
     assert await store.spool.count() == 2
+
+
+async def test_a_posted_part_its_records_and_the_end_of_the_item_are_one_write(
+    store: Store,
+) -> None:
+    queued = item("a", "one", "two")
+    await store.outbox.append(queued)
+    await store.outbox.record_part(queued.id, 0, "m-1",
+                                   remember={"sent:a|m-1": {"run_id": "r"}}, now=T0)
+    assert [p.sent for p in await store.outbox.pending()] == [["m-1", None]]
+    assert await store.message_map.get("sent:a|m-1") == {"run_id": "r"}
+    await store.outbox.record_part(queued.id, 1, "m-2",
+                                   remember={"sent:a|m-2": {"run_id": "r"}}, now=T0, done=True)
+    assert await store.outbox.pending() == []
+    assert await store.outbox.lanes() == []
+    assert await store.message_map.get("sent:a|m-2") == {"run_id": "r"}
+
+
+async def test_many_parts_are_recorded_without_rewriting_the_item(store: Store) -> None:
+    """A long reply's parts each add a small record: reading it back keeps every one."""
+    parts = [f"part {n} " + "x" * 1000 for n in range(200)]
+    queued = item("a", *parts)
+    await store.outbox.append(queued)
+    for n in range(199):
+        await store.outbox.record_part(queued.id, n, f"m-{n}")
+    [pending] = await store.outbox.pending()
+    assert pending.sent == [f"m-{n}" for n in range(199)] + [None]
+    assert pending.parts == parts

@@ -21,12 +21,12 @@ class MemoryStore(Store):
     def __init__(self) -> None:
         self.conversations = MemoryConversationStore()
         self.seen = MemorySeenStore()
-        self.outbox = MemoryOutboxStore(self.seen)
+        self.message_map = MemoryMessageMapStore()
+        self.outbox = MemoryOutboxStore(self.seen, self.message_map)
         self.spool = MemorySpoolStore(self.seen)
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.streams = MemoryStreamStore()
         self.leases = MemoryLeaseStore()
-        self.message_map = MemoryMessageMapStore()
 
     async def close(self) -> None:
         """Nothing to release; kept so callers treat every store alike."""

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import copy
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
-from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
+from bridge.store.loop_guard import (
+    LaneGuard,
+    LoopGuardStore,
+    Posted,
+    Released,
+    Verdict,
+    guard_turn,
+)
 from bridge.store.relay import (
     MessageMapStore,
     OutboxItem,
@@ -40,10 +48,11 @@ class MemorySeenStore(SeenStore):
 
 
 class MemoryOutboxStore(OutboxStore):
-    def __init__(self, seen: MemorySeenStore) -> None:
+    def __init__(self, seen: MemorySeenStore, message_map: MemoryMessageMapStore) -> None:
         self._items: dict[int, OutboxItem] = {}
         self._next_id = 1
         self._seen = seen
+        self._message_map = message_map
 
     async def append(
         self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
@@ -68,10 +77,23 @@ class MemoryOutboxStore(OutboxStore):
     async def lanes(self) -> list[str]:
         return sorted({item.lane for item in self._items.values()})
 
-    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
+    async def record_part(
+        self,
+        item_id: int,
+        index: int,
+        message_id: str,
+        *,
+        remember: Mapping[str, dict[str, Any]] | None = None,
+        now: datetime | None = None,
+        done: bool = False,
+    ) -> None:
         item = self._items.get(item_id)
         if item is not None:
             item.sent[index] = message_id
+        for key, value in (remember or {}).items():
+            await self._message_map.put(key, value, now or datetime.now(UTC))
+        if done:
+            self._items.pop(item_id, None)
 
     async def complete(self, item_id: int) -> None:
         self._items.pop(item_id, None)
@@ -149,6 +171,26 @@ class MemoryLoopGuardStore(LoopGuardStore):
         else:
             self._lanes.setdefault(lane, LaneGuard()).held_over += 1
         return True
+
+    async def post(
+        self,
+        lane: str,
+        item: OutboxItem,
+        *,
+        limit: int,
+        window: float,
+        keep: int,
+        once: str | None,
+        now: datetime,
+    ) -> tuple[Posted, int | None]:
+        # No await yields in between: on one event loop the whole step is atomic.
+        if once is not None and not await self._seen.add(once, now):
+            return "seen", None
+        verdict = await self.bot_spoke(lane, limit=limit, window=window, now=now)
+        if verdict == "allow":
+            return verdict, await self._outbox.append(item)
+        await self.hold(lane, item, keep=keep, once=None, now=now)
+        return verdict, None
 
     async def human_spoke(self, lane: str) -> Released | None:
         state = self._lanes.pop(lane, None)

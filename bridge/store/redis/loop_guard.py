@@ -11,11 +11,19 @@ order; a hold that lands in between makes EXEC fail and the release is decided a
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
+from bridge.store.loop_guard import (
+    LaneGuard,
+    LoopGuardStore,
+    Posted,
+    Released,
+    Verdict,
+    guard_turn,
+)
 from bridge.store.micros import to_micros
 from bridge.store.redis.codec import (
     decode_guard,
@@ -73,6 +81,54 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
             args=[once or "", to_micros(now), keep, encode_item(item), HELD_TTL_MS],
         )
         return bool(held)
+
+    async def post(
+        self,
+        lane: str,
+        item: OutboxItem,
+        *,
+        limit: int,
+        window: float,
+        keep: int,
+        once: str | None,
+        now: datetime,
+    ) -> tuple[Posted, int | None]:
+        if once is not None and await self._redis.zscore(self._keys.seen, once) is not None:
+            return "seen", None  # a replay; the claim below settles a race with another one
+        key = self._keys.guard(lane)
+        seen_at = to_micros(now)
+
+        async def attempt(pipe: Pipeline) -> Plan[tuple[Posted, int | None]]:
+            state = decode_guard(await pipe.hgetall(key))
+            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+
+            async def write(pipe: Pipeline) -> None:
+                pipe.hset(key, mapping=encode_guard(state))
+                pipe.pexpire(key, state_ttl_ms(state, window))
+                if verdict == "allow":
+                    await self._outbox.append(
+                        encode_queued_item(item), once=once, seen_at=now, group=item.lane,
+                        client=pipe,
+                    )
+                else:
+                    await self._scripts.hold(
+                        keys=[self._keys.seen, key, self._keys.held(lane)],
+                        args=[once or "", seen_at, keep, encode_item(item), HELD_TTL_MS],
+                        client=pipe,
+                    )
+
+            def outcome(replies: list[Any]) -> tuple[Posted, int | None]:
+                queued = replies[2]
+                if verdict == "allow":
+                    if queued is None:
+                        return "seen", None
+                    item.id = int(queued)
+                    return verdict, item.id
+                return (verdict if queued else "seen"), None
+
+            return Plan(write, outcome)
+
+        return await optimistic(self._redis, [key], attempt, self._turns)
 
     async def human_spoke(self, lane: str) -> Released | None:
         state_key, held_key = self._keys.guard(lane), self._keys.held(lane)

@@ -88,11 +88,13 @@ class Queue:
     def item_key(self, item_id: int) -> str:
         return self._keys.item(item_id)
 
-    async def remove(self, item_id: int, group: str | None = None) -> None:
+    async def remove(
+        self, item_id: int, group: str | None = None, client: Redis | Pipeline | None = None
+    ) -> None:
         keys = self._keys
         await self._scripts.dequeue(
             keys=[keys.item(item_id), keys.order, keys.group(group or ""), keys.groups],
-            args=[item_id, group or ""],
+            args=[item_id, group or ""], client=client,
         )
 
     async def groups(self) -> list[str]:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
@@ -76,13 +77,35 @@ class RedisOutboxStore(RedisConcern, OutboxStore):
     async def lanes(self) -> list[str]:
         return await self.queue.groups()
 
-    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
+    async def record_part(
+        self,
+        item_id: int,
+        index: int,
+        message_id: str,
+        *,
+        remember: Mapping[str, dict[str, Any]] | None = None,
+        now: datetime | None = None,
+        done: bool = False,
+    ) -> None:
         if not isinstance(index, int) or index < 0:
             raise IndexError(f"outbox item {item_id} has no part {index!r}")
-        recorded = await self._scripts.record_part(
-            keys=[self.queue.item_key(item_id)], args=[index + 1, encode_message_id(message_id)]
-        )
-        if recorded == -1:
+        at = to_micros(now or datetime.now(UTC))
+        lane = None
+        if done:
+            head = await self._redis.lindex(self.queue.item_key(item_id), 0)
+            lane = decode_queued_item([head], item_id).lane if head is not None else None
+        async with self._redis.pipeline(transaction=True) as pipe:
+            await self._scripts.record_part(
+                keys=[self.queue.item_key(item_id)],
+                args=[index + 1, encode_message_id(message_id)], client=pipe,
+            )
+            for key, value in (remember or {}).items():
+                pipe.hset(self._keys.message_map, key, dumps(value))
+                pipe.zadd(self._keys.message_map_ages, {key: at})
+            if done:
+                await self.queue.remove(item_id, group=lane, client=pipe)
+            replies = await pipe.execute()
+        if replies[0] == -1:
             raise IndexError(f"outbox item {item_id} has no part {index}")
 
     async def complete(self, item_id: int) -> None:

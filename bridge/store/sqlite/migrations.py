@@ -145,6 +145,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         "the outbox read lane by lane (each lane is sent by one instance at a time)",
         ("CREATE INDEX outbox_lane ON outbox (lane, id)",),
     ),
+    Migration(
+        8,
+        "a row per posted part instead of rewriting the item's body for each",
+        (
+            "CREATE TABLE outbox_parts (item_id INTEGER NOT NULL, idx INTEGER NOT NULL,"
+            " message_id TEXT NOT NULL, PRIMARY KEY (item_id, idx)) WITHOUT ROWID",
+        ),
+    ),
 )
 
 

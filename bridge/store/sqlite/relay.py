@@ -4,11 +4,19 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
-from bridge.store.loop_guard import LaneGuard, LoopGuardStore, Released, Verdict, guard_turn
+from bridge.store.loop_guard import (
+    LaneGuard,
+    LoopGuardStore,
+    Posted,
+    Released,
+    Verdict,
+    guard_turn,
+)
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.relay import (
     MessageMapStore,
@@ -60,14 +68,9 @@ class SqliteOutboxStore(OutboxStore):
         body = item.to_body()
         created = to_micros(item.created_at) if item.created_at else None
         with write_transaction(self._db):
-            if once is not None:
-                at = now or item.created_at
-                claimed = self._db.execute(
-                    "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
-                    (once, to_micros(at) if at else 0),
-                )
-                if claimed.rowcount != 1:
-                    return None
+            at = now or item.created_at or datetime.now(UTC)
+            if once is not None and not _claim(self._db, once, at):
+                return None
             cursor = self._db.execute(
                 "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
                 (item.lane, json.dumps(body), created),
@@ -87,32 +90,76 @@ class SqliteOutboxStore(OutboxStore):
             query += " LIMIT ?"
             args.append(limit)
         rows = self._db.execute(query, args).fetchall()
-        return [
+        items = [
             OutboxItem.from_body(
                 json.loads(body), id=row_id,
                 created_at=from_micros(created) if created is not None else None,
             )
             for row_id, body, created in rows
         ]
+        if items:
+            by_id = {item.id: item for item in items}
+            marks = ",".join("?" * len(by_id))
+            for item_id, index, message_id in self._db.execute(
+                f"SELECT item_id, idx, message_id FROM outbox_parts WHERE item_id IN ({marks})",
+                list(by_id),
+            ):
+                by_id[item_id].sent[index] = message_id
+        return items
 
     async def lanes(self) -> list[str]:
         rows = self._db.execute("SELECT DISTINCT lane FROM outbox ORDER BY lane").fetchall()
         return [row[0] for row in rows]
 
-    async def record_part(self, item_id: int, index: int, message_id: str) -> None:
+    async def record_part(
+        self,
+        item_id: int,
+        index: int,
+        message_id: str,
+        *,
+        remember: Mapping[str, dict[str, Any]] | None = None,
+        now: datetime | None = None,
+        done: bool = False,
+    ) -> None:
+        # A row per sent part, never a rewrite of the item's body: a reply of n parts costs
+        # n small writes, not n rewrites of everything it says.
+        at = to_micros(now or datetime.now(UTC))
         with write_transaction(self._db):
-            row = self._db.execute("SELECT body FROM outbox WHERE id = ?", (item_id,)).fetchone()
-            if row is None:
-                return
-            data = json.loads(row[0])
-            data["sent"][index] = message_id
-            self._db.execute(
-                "UPDATE outbox SET body = ? WHERE id = ?", (json.dumps(data), item_id)
-            )
+            row = self._db.execute(
+                "SELECT json_array_length(body, '$.parts') FROM outbox WHERE id = ?", (item_id,)
+            ).fetchone()
+            if row is not None:
+                if not 0 <= index < row[0]:
+                    raise IndexError(f"outbox item {item_id} has no part {index}")
+                if done:
+                    self._db.execute("DELETE FROM outbox WHERE id = ?", (item_id,))
+                    self._db.execute("DELETE FROM outbox_parts WHERE item_id = ?", (item_id,))
+                else:
+                    self._db.execute(
+                        "INSERT OR REPLACE INTO outbox_parts (item_id, idx, message_id)"
+                        " VALUES (?, ?, ?)", (item_id, index, message_id),
+                    )
+            for key, value in (remember or {}).items():
+                self._db.execute(_PUT_MAP, (key, json.dumps(value), at))
 
     async def complete(self, item_id: int) -> None:
         with write_transaction(self._db):
             self._db.execute("DELETE FROM outbox WHERE id = ?", (item_id,))
+            self._db.execute("DELETE FROM outbox_parts WHERE item_id = ?", (item_id,))
+
+
+def _claim(db: sqlite3.Connection, key: str, now: datetime) -> bool:
+    """Remember a seen key inside the caller's transaction; False if it was seen already."""
+    claimed = db.execute(
+        "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)", (key, to_micros(now))
+    )
+    return claimed.rowcount == 1
+
+
+_PUT_MAP = (
+    "INSERT INTO message_map (key, value, at) VALUES (?, ?, ?)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value, at = excluded.at"
+)
 
 
 class SqliteMessageMapStore(MessageMapStore):
@@ -123,11 +170,7 @@ class SqliteMessageMapStore(MessageMapStore):
 
     async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
         with write_transaction(self._db):
-            self._db.execute(
-                "INSERT INTO message_map (key, value, at) VALUES (?, ?, ?)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value, at = excluded.at",
-                (key, json.dumps(value), to_micros(now)),
-            )
+            self._db.execute(_PUT_MAP, (key, json.dumps(value), to_micros(now)))
 
     async def get(self, key: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT value FROM message_map WHERE key = ?", (key,)).fetchone()
@@ -149,11 +192,7 @@ class SqliteSpoolStore(SpoolStore):
         body = {"lane": entry.lane, "binding": entry.binding, "params": entry.params}
         created = to_micros(entry.created_at or now)
         with write_transaction(self._db):
-            claimed = self._db.execute(
-                "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
-                (once, to_micros(now)),
-            )
-            if claimed.rowcount != 1:
+            if not _claim(self._db, once, now):
                 return None
             cursor = self._db.execute(
                 "INSERT INTO spool (body, created_at) VALUES (?, ?)", (json.dumps(body), created)
@@ -216,17 +255,9 @@ class SqliteLoopGuardStore(LoopGuardStore):
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
     ) -> bool:
         with write_transaction(self._db):
-            if once is not None:
-                claimed = self._db.execute(
-                    "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
-                    (once, to_micros(now)),
-                )
-                if claimed.rowcount != 1:
-                    return False
-            held = self._db.execute(
-                "SELECT COUNT(*) FROM loop_held WHERE lane = ?", (lane,)
-            ).fetchone()[0]
-            if held < keep:
+            if once is not None and not _claim(self._db, once, now):
+                return False
+            if self._held(lane) < keep:
                 created = to_micros(item.created_at) if item.created_at else None
                 self._db.execute(
                     "INSERT INTO loop_held (lane, body, created_at) VALUES (?, ?, ?)",
@@ -237,6 +268,45 @@ class SqliteLoopGuardStore(LoopGuardStore):
                 state.held_over += 1
                 self._save(lane, state)
         return True
+
+    async def post(
+        self,
+        lane: str,
+        item: OutboxItem,
+        *,
+        limit: int,
+        window: float,
+        keep: int,
+        once: str | None,
+        now: datetime,
+    ) -> tuple[Posted, int | None]:
+        with write_transaction(self._db):
+            if once is not None and not _claim(self._db, once, now):
+                return "seen", None
+            state = self._state(lane) or LaneGuard()
+            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+            created = to_micros(item.created_at) if item.created_at else None
+            item_id = None
+            if verdict == "allow":
+                cursor = self._db.execute(
+                    "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
+                    (item.lane, json.dumps(item.to_body()), created),
+                )
+                item_id = item.id = int(cursor.lastrowid or 0)
+            elif self._held(lane) < keep:
+                self._db.execute(
+                    "INSERT INTO loop_held (lane, body, created_at) VALUES (?, ?, ?)",
+                    (lane, json.dumps(item.to_body()), created),
+                )
+            else:
+                state.held_over += 1
+            self._save(lane, state)
+        return verdict, item_id
+
+    def _held(self, lane: str) -> int:
+        return int(self._db.execute(
+            "SELECT COUNT(*) FROM loop_held WHERE lane = ?", (lane,)
+        ).fetchone()[0])
 
     async def human_spoke(self, lane: str) -> Released | None:
         state = self._state(lane)
@@ -284,6 +354,11 @@ class SqliteStreamStore(StreamStore):
         return self._text(run_id)
 
     async def take(self, run_id: str) -> str:
+        text = self._text(run_id)
+        if not text and not self._db.execute(
+            "SELECT 1 FROM run_deltas WHERE run_id = ? LIMIT 1", (run_id,)
+        ).fetchone():
+            return ""  # a run that did not stream (the common case): nothing to write
         with write_transaction(self._db):
             text = self._text(run_id)
             self._db.execute("DELETE FROM run_deltas WHERE run_id = ?", (run_id,))

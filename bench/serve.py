@@ -1,0 +1,95 @@
+"""A server for the relay benches, in a process of its own so its CPU time can be read apart
+from the client's.
+
+    python bench/serve.py relay --rooms 50 [--hub ws://…]   # bridge (+ embedded hub) + echo
+    python bench/serve.py hub                                # hub + echo, no bridge
+
+Prints one line `READY <url>` (the webchat WebSocket for `relay`, the hub's ws:// URL for
+`hub`) once the echo bot is online, then serves until killed. With `--hub`, the bridge links
+to that hub instead of embedding one (and runs no bot: the hub's own echo answers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from hub import LINK_TOKEN, hub_settings, wait_for_bot  # type: ignore[import-not-found]
+
+from bridge.app import BridgeApp
+from bridge.bcn.examples.echo import build_echo_bot
+from bridge.config.schema import BridgeConfig
+from bridge.core import registry
+from bridge.hub import Hub, HubConfig
+
+
+def relay_config(data_dir: Path, rooms: int, hub_url: str | None) -> BridgeConfig:
+    settings: dict[str, Any] = {
+        "store": f"sqlite:///{data_dir / 'bridge.db'}",
+        "web": {"listen": "127.0.0.1:0"},
+        "bindings": [{"channel": "webchat:main", "chat": f"room{n}", "group": "bench",
+                      "protocol": {"enabled": False}} for n in range(rooms)],
+    }
+    if hub_url is None:
+        settings |= {"hub": hub_settings(data_dir / "hub"), "bcn": {"url": "embedded"}}
+    else:
+        settings |= {"bcn": {"url": hub_url, "token": LINK_TOKEN}}
+    webchat = registry.account_config_model("webchat")()
+    return BridgeConfig.model_validate(settings).model_copy(
+        update={"accounts": {"webchat": {"main": webchat}}}
+    )
+
+
+async def echo(url: str) -> asyncio.Task[None]:
+    bot = build_echo_bot(url + "/ws/bot", stream=False, apply_env=False)
+    task = asyncio.create_task(bot.run())
+    await wait_for_bot(url)
+    return task
+
+
+async def serve(mode: str, rooms: int, hub_url: str | None) -> None:
+    with tempfile.TemporaryDirectory() as scratch:
+        data_dir = Path(scratch)
+        if mode == "hub":
+            async with Hub(HubConfig.model_validate(hub_settings(data_dir / "hub"))) as hub:
+                bot = await echo(hub.url)
+                print(f"READY {hub.url}", flush=True)
+                await asyncio.Event().wait()
+                bot.cancel()
+            return
+        app = BridgeApp(relay_config(data_dir, rooms, hub_url))
+        await app.start()
+        bot = await echo(app.bcn_url) if hub_url is None else None
+        assert app.relay is not None and app.web is not None
+        await app.relay.link.wait_ready(30)
+        print(f"READY {app.web.url.replace('http://', 'ws://')}/webchat/main/ws", flush=True)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            if bot is not None:
+                bot.cancel()
+            await app.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("mode", choices=["relay", "hub"])
+    parser.add_argument("--rooms", type=int, default=50)
+    parser.add_argument("--hub", help="link to this hub instead of embedding one")
+    args = parser.parse_args()
+    import logging
+
+    logging.basicConfig(level=logging.WARNING)
+    asyncio.run(serve(args.mode, args.rooms, args.hub))
+
+
+if __name__ == "__main__":
+    main()
