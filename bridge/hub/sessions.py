@@ -84,7 +84,7 @@ class SessionDirectory:
                 continue
             session = self._new(session_id, group_id, binding_id, scope, channel_type)
             session.status, session.error = status, error
-            session.output = None if output is None else json.loads(output)
+            session.output = None if output is None else _loads(output, session_id)
             self._by_id[session_id] = session
             self._retired[session_id] = None
 
@@ -101,7 +101,9 @@ class SessionDirectory:
             session = self._by_id.get(session_id)
             if session is None:
                 continue
-            session.transcript.append(json.loads(entry))
+            line = _loads(entry, session_id)
+            if isinstance(line, dict):
+                session.transcript.append(line)
             session.lines = seq + 1
 
     def record(
@@ -241,6 +243,15 @@ def _recent_retired(db: HubDatabase, limit: int) -> list[Any]:
         " error FROM retired_sessions ORDER BY retired_at DESC LIMIT ?", (limit,)
     )
     return list(reversed(rows))
+
+
+def _loads(text: str, session_id: str) -> Any:
+    """A stored JSON value; an unreadable one is left out with a log line, not a crash."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        log.error("session %s: an unreadable stored value is left out (%s)", session_id, exc)
+        return None
 
 
 def _json_or_none(value: Any) -> str | None:

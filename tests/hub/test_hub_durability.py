@@ -256,3 +256,27 @@ async def test_a_burst_of_deliveries_is_persisted_in_batches(
           f"transactions, {busy / burst * 1e6:.1f} µs of database time per delivery "
           f"(insert, run progress, delete), longest transaction {writes.longest * 1000:.2f} ms")
     assert transactions < statements  # batched, not one commit each
+
+
+async def test_unreadable_stored_rows_are_left_out_with_a_log_line_not_a_crash(
+    http: aiohttp.ClientSession, start_hub: StartHub, caplog: pytest.LogCaptureFixture
+) -> None:
+    await left_undelivered(http, start_hub, ["spoilt", "kept"], "kept too")
+    hub = await start_hub()  # once more to read the path, then corrupt the file by hand
+    assert hub.state is not None
+    path = hub.state.db.path
+    await hub.stop()
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.execute("UPDATE deliveries SET params = '{not json' WHERE id ="
+                   " (SELECT MIN(id) FROM deliveries)")
+        db.execute("INSERT INTO transcripts (session_id, seq, entry) SELECT session_id, 99,"
+                   " 'garbage' FROM channel_sessions")
+        db.commit()
+
+    caplog.set_level(logging.ERROR)
+    hub = await start_hub()
+    again = await TestLink.connect(http, hub)
+    assert again.payload["pending_deliveries"] == 2  # the spoilt one is dropped, logged
+    texts = [(await next_item(again.delivers))["text"] for _ in range(2)]
+    assert texts == ["kept", "kept too"]
+    assert "is unreadable" in caplog.text and "unreadable stored value" in caplog.text
