@@ -60,8 +60,11 @@ class BotEvents:
         if bot.run_events:
             return self._sequenced(bot, run, parsed, event)
         if not run.running:
-            log.debug("bot %s: late %s for %s run %s dropped",
-                      bot.record.name, parsed.state, run.state, run.run_id)
+            # A run ended because its bot was gone: what the bot sends for it now is news
+            # the chat will not see (it was told the reply failed), so say so in the log.
+            level = logging.INFO if run.state == "offline" else logging.DEBUG
+            log.log(level, "bot %s: late %s for %s run %s dropped",
+                    bot.record.name, parsed.state, run.state, run.run_id)
             return None
         return run, parsed
 

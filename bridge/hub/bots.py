@@ -27,15 +27,17 @@ from bridge.hub.bot_events import BotEvents
 from bridge.hub.bot_requests import BotRequests
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.handshake import CLOSE_EXPIRED, CLOSE_REPLACED, accept, refuse
+from bridge.hub.orphans import OrphanedRuns
 from bridge.hub.state import BotLink, HubState
 
 log = logging.getLogger(__name__)
 
 
 class BotEndpoint:
-    def __init__(self, state: HubState, dispatcher: Dispatcher) -> None:
+    def __init__(self, state: HubState, dispatcher: Dispatcher, orphans: OrphanedRuns) -> None:
         self.state = state
         self.dispatcher = dispatcher
+        self.orphans = orphans
         self.requests = BotRequests(state, dispatcher)
         self.events = BotEvents(state, dispatcher)
         self._admission: dict[str, asyncio.Lock] = {}
@@ -58,7 +60,19 @@ class BotEndpoint:
             await asyncio.gather(reader, return_exceptions=True)
             if bot is not None and self.state.presence.detach(bot):
                 log.info("bot disconnected: %s (%s)", bot.record.name, bot.record.bot_uuid)
+                self._offline(bot)
         return ws
+
+    def _offline(self, bot: BotLink) -> None:
+        """The bot has no live connection any more: its runs in flight become orphans.
+
+        While the hub stops, nothing is written: the bots were online, and the next start
+        should wait for them (`startup_grace.py`) and resume their runs' rows.
+        """
+        if self.dispatcher.stopping:
+            return
+        self.state.grace.offline(bot.record.bot_uuid)
+        self.orphans.bot_offline(bot.record.bot_uuid)
 
     async def _admit(self, conn: Connection, frame: Request) -> BotLink | None:
         """Answer the handshake; the live connection of the bot, or None when refused.
@@ -91,6 +105,7 @@ class BotEndpoint:
             conn.on_request = lambda req: self._on_request(bot, req)
             conn.on_event = lambda event: self._on_event(bot, event)
             await conn.respond(frame.id, connected.payload)
+            self.state.grace.online(bot.record.bot_uuid)  # before attach: that wakes held ones
             self.state.presence.attach(bot)
         self._log_connected(connected)
         if connected.joined:
@@ -120,4 +135,5 @@ class BotEndpoint:
             if now - bot.last_seen > ttl and self.state.presence.detach(bot):
                 log.info("bot offline (no heartbeat for %.0fs): %s (%s)",
                          ttl, bot.record.name, bot.record.bot_uuid)
+                self._offline(bot)
                 await bot.conn.close(CLOSE_EXPIRED, "heartbeat expired")

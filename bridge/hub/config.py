@@ -139,6 +139,19 @@ class HubConfig(BaseModel):
     run_timeout_ms: int = Field(
         300_000, gt=0, description="`timeout_ms` sent with chat.send; runs silent longer end."
     )
+    run_reconnect_grace_seconds: float = Field(
+        5.0, ge=0,
+        description="A run whose bot goes offline ends with an error after this long, unless "
+        "the bot (reconnected) sends an event of that run first.",
+    )
+    reconnect_grace_seconds: float = Field(
+        15.0, ge=0,
+        description="After a start, a message for a bot that was online before waits this long "
+        "for it to reconnect before the chat is told no bot is available (0: no grace).",
+    )
+    held_max_per_binding: int = Field(
+        100, ge=1, description="Messages one binding may hold during the reconnect grace."
+    )
     abort_ack_wait_seconds: float = Field(
         2.0, ge=0, description="How long channel.abort waits for a chat.send ACK in flight."
     )

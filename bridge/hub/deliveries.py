@@ -7,6 +7,10 @@ link drops, or whose answer does not come in time, goes back to waiting and is s
 again — with the same `event_id`, so the bridge can drop the repeat. A retryable error is
 retried with backoff (that output may then arrive after later ones; `seq` orders a run);
 a non-retryable one drops the output with a log line.
+
+With `rows` (the hub always passes them) every output is also kept in `hub.db` until it is
+acked or dropped, and the pump flushes those writes before it sends: what a link has seen,
+a restart still has, and replays with the same `event_id` (`Outboxes.restore`).
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from typing import Any
 
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ConnectionClosed
+from bridge.hub.delivery_rows import DeliveryRows, StoredDelivery
 from bridge.retry import Backoff
 
 log = logging.getLogger(__name__)
@@ -49,10 +54,14 @@ class OutboxLimits:
 
 
 class BindingOutbox:
-    def __init__(self, binding_id: str, links: LinksFor, limits: OutboxLimits) -> None:
+    def __init__(
+        self, binding_id: str, links: LinksFor, limits: OutboxLimits,
+        rows: DeliveryRows | None = None,
+    ) -> None:
         self.binding_id = binding_id
         self._links = links
         self._limits = limits
+        self._rows = rows
         self._pending: OrderedDict[str, Delivery] = OrderedDict()
         self._in_flight: dict[str, Connection] = {}
         self._wake = asyncio.Event()
@@ -60,14 +69,24 @@ class BindingOutbox:
         self._turn = itertools.count()
         self._task = asyncio.create_task(self._run(), name=f"outbox-{binding_id}")
 
-    def put(self, delivery: Delivery) -> None:
+    def put(self, delivery: Delivery, *, save: bool = True) -> None:
+        """Queue an output; `save=False` for one restored from `hub.db` (already there)."""
         self._pending[delivery.event_id] = delivery
+        if save and self._rows is not None:
+            self._rows.saved(self.binding_id, delivery.event_id, delivery.params,
+                             delivery.created)
         while len(self._pending) > self._limits.max_pending:
             event_id, _ = self._pending.popitem(last=False)
             self._in_flight.pop(event_id, None)
+            self.forget(event_id)
             log.warning("binding %s: dropped undelivered output %s (over %d waiting)",
                         self.binding_id, event_id, self._limits.max_pending)
         self._wake.set()
+
+    def forget(self, event_id: str) -> None:
+        """Delete the stored copy of an output that is acked or dropped."""
+        if self._rows is not None:
+            self._rows.removed(event_id)
 
     def wake(self) -> None:
         self._wake.set()
@@ -94,6 +113,8 @@ class BindingOutbox:
         loop = asyncio.get_running_loop()
         now = loop.time()
         self._drop_expired(now)
+        if self._rows is not None:
+            await self._rows.flush()  # durable before any link sees it
         next_retry: float | None = None
         failed: set[Connection] = set()
         for event_id, delivery in list(self._pending.items()):
@@ -143,7 +164,8 @@ class BindingOutbox:
             return
         error = answer.exception()
         if error is None:
-            self._pending.pop(event_id, None)
+            if self._pending.pop(event_id, None) is not None:
+                self.forget(event_id)
         elif isinstance(error, BcnError) and error.retryable:
             delivery = self._pending.get(event_id)
             if delivery is not None:
@@ -154,7 +176,8 @@ class BindingOutbox:
                 delay = delivery.backoff.next_delay(after)
                 delivery.retry_at = asyncio.get_running_loop().time() + delay
         elif isinstance(error, BcnError):
-            self._pending.pop(event_id, None)
+            if self._pending.pop(event_id, None) is not None:
+                self.forget(event_id)
             log.warning("binding %s: link refused output %s (%s); dropped",
                         self.binding_id, event_id, error.code)
         # ConnectionClosed / TimeoutError: it stays pending and goes out again.
@@ -166,6 +189,7 @@ class BindingOutbox:
                 return
             self._pending.popitem(last=False)
             self._in_flight.pop(event_id, None)
+            self.forget(event_id)
             log.warning("binding %s: dropped output %s, undelivered for over %.0fs",
                         self.binding_id, event_id, self._limits.max_age)
 
@@ -179,17 +203,44 @@ class BindingOutbox:
 class Outboxes:
     """One outbox per binding, made on first use."""
 
-    def __init__(self, links: LinksFor, limits: OutboxLimits) -> None:
+    def __init__(
+        self, links: LinksFor, limits: OutboxLimits, rows: DeliveryRows | None = None
+    ) -> None:
         self._links = links
         self._limits = limits
+        self._rows = rows
         self._by_binding: dict[str, BindingOutbox] = {}
 
     def for_binding(self, binding_id: str) -> BindingOutbox:
         outbox = self._by_binding.get(binding_id)
         if outbox is None:
-            outbox = BindingOutbox(binding_id, self._links, self._limits)
+            outbox = BindingOutbox(binding_id, self._links, self._limits, self._rows)
             self._by_binding[binding_id] = outbox
         return outbox
+
+    def restore(self, stored: dict[str, list[StoredDelivery]]) -> int:
+        """Put back what a previous run left un-acked, oldest first; returns how many.
+
+        The bounds hold across the restart: outputs older than `max_age` and the oldest
+        beyond `max_pending` per binding are dropped, each with a log line.
+        """
+        loop_now = asyncio.get_running_loop().time()
+        kept = 0
+        for binding_id, deliveries in stored.items():
+            outbox = self.for_binding(binding_id)
+            for item in deliveries:
+                if item.age > self._limits.max_age:
+                    outbox.forget(item.event_id)
+                    log.warning("binding %s: dropped output %s, undelivered for over %.0fs",
+                                binding_id, item.event_id, self._limits.max_age)
+                    continue
+                outbox.put(Delivery(item.event_id, item.params, loop_now - item.age),
+                           save=False)
+            kept += outbox.unacked
+            if outbox.unacked:
+                log.info("binding %s: %d undelivered output(s) restored, replayed when a "
+                         "link claims it", binding_id, outbox.unacked)
+        return kept
 
     def waiting(self, binding_id: str) -> int:
         outbox = self._by_binding.get(binding_id)

@@ -7,6 +7,9 @@ One message, followed end to end:
   via the binding's outbox, and a final is routed on to the session's other bots
   (ping-pong guarded). A delivery that yields no run (refused, lost, a reused run id)
   is reported to the chat, so no message disappears without a word.
+
+During the reconnect grace after a start, a human message for a bot that was online before
+and is not back yet is held (`held_messages.py`) and routed by `route_human` once it is.
 """
 
 from __future__ import annotations
@@ -26,7 +29,9 @@ from bridge.bcn.run_events import RunEvent
 from bridge.hub.bindings import BindingSpec, scope_key
 from bridge.hub.bot_messages import Utterance, chat_params
 from bridge.hub.deliveries import Delivery
+from bridge.hub.held_messages import HeldMessages, HumanMessage
 from bridge.hub.routing import (
+    Participant,
     RouteDecision,
     RoutingError,
     RoutingRequest,
@@ -67,6 +72,8 @@ class Dispatcher:
         self._event_prefix = secrets.token_hex(4)
         self.stopping = False
         """Set while the hub shuts down: lost deliveries are not reported then."""
+        self.held = HeldMessages(state.db, state.grace, state.config.held_max_per_binding,
+                                 self.route_human)
 
     # ------------------------------------------------------------------ human → bots
     async def inbound(self, link: LinkSession, params: dict[str, Any]) -> dict[str, Any]:
@@ -89,7 +96,7 @@ class Dispatcher:
         if deliver not in ("auto", "observe"):
             raise invalid("deliver must be 'auto' or 'observe'")
         try:
-            routing = parse_routing(params.get("routing"))
+            parse_routing(params.get("routing"))  # refused now; parsed again when routed
         except RoutingError as exc:
             raise invalid(str(exc)) from None
         protocol = params.get("protocol")
@@ -126,33 +133,84 @@ class Dispatcher:
                 channel[key] = params[key]
         if not is_bot:
             session.human_spoke(author)
-        session.record("user", name, text, timestamp)
+        self.state.sessions.record(session, "user", name, text, timestamp,
+                                   protocol=protocol if isinstance(protocol, dict) else None)
         if isinstance(protocol, dict):
-            session.transcript[-1]["protocol"] = protocol
             log.info("session %s: protocol %s %s", session.id, protocol.get("type"),
                      protocol.get("request_id"))
+        message = HumanMessage(
+            session, thread_id, msg_id, author, channel, text, list(mentions),
+            params.get("routing"), deliver == "observe",
+            protocol if isinstance(protocol, dict) else None, timestamp,
+        )
+        awaited = self._awaited_responders(message)
+        if awaited is not None and self.held.hold(message, awaited):
+            payload = _inbound_payload(session, is_new, [], duplicate=False)
+            payload["held"] = True
+            payload["waiting_for"] = sorted(self._name_of(bot_uuid) for bot_uuid in awaited)
+        else:
+            deliveries = await self.route_human(message)
+            payload = _inbound_payload(session, is_new, deliveries, duplicate=False)
+        await self.state.db.writes.flush()  # what the answer confirms is on disk
+        return payload
 
+    def _awaited_responders(self, message: HumanMessage) -> frozenset[str] | None:
+        """The reconnecting bots a message must wait for; None when it need not wait.
+
+        It waits when a bot it would be sent to (were every member online) is one the
+        reconnect grace awaits, or when earlier messages of its binding wait already.
+        """
+        session = message.session
+        holding = self.held.holding(session.binding_id)
+        if not holding and not self.state.grace.active:
+            return None
+        group = self.state.groups.get(session.group_id)
+        if group is None or message.observe:
+            return frozenset() if holding else None
+        everyone = [Participant(p.bot_uuid, p.name, True) for p in self.state.participants(group)]
+        decision = decide_route(
+            everyone, driver_uuid=self.state.groups.driver_uuid(group), text=message.text,
+            mentions=message.mentions, routing=parse_routing(message.routing),
+        )
+        awaited = frozenset(b for b in decision.send if self.state.grace.awaits(b))
+        return awaited if awaited or holding else None
+
+    async def route_human(self, message: HumanMessage) -> list[dict[str, Any]]:
+        """Route an accepted human message to the group's bots as they are online now."""
+        session = message.session
+        group = self.state.groups.get(session.group_id)
+        if group is None:
+            log.warning("session %s: group %s no longer exists; message %s not routed",
+                        session.id, session.group_id, message.msg_id)
+            return []
+        routing = parse_routing(message.routing)
         participants = self.state.participants(group)
         decision = decide_route(
             participants,
             driver_uuid=self.state.groups.driver_uuid(group),
-            text=text,
-            mentions=mentions,
+            text=message.text,
+            mentions=message.mentions,
             routing=routing,
-            observe=deliver == "observe",
+            observe=message.observe,
         )
         utterance = Utterance(
-            text, timestamp, author, channel, session.id, group.id, group.name,
+            message.text, message.timestamp, message.author, message.channel, session.id,
+            group.id, group.name,
             tuple([*(p.name for p in participants), *session.humans]), session.originator,
             tuple(p.name for p in participants if p.bot_uuid in decision.addressed),
             routing.reason if routing else "",
-            {"protocol": protocol} if isinstance(protocol, dict) else {},
+            {"protocol": message.protocol} if message.protocol is not None else {},
             group.type,
         )
-        deliveries = await self._deliver(session, decision, utterance, None, msg_id, thread_id)
-        if deliver != "observe" and not any(d["method"] == "chat.send" for d in deliveries):
-            self.system_output(session, NO_BOT_TEXT, thread_id, msg_id)
-        return _inbound_payload(session, is_new, deliveries, duplicate=False)
+        deliveries = await self._deliver(session, decision, utterance, None, message.msg_id,
+                                         message.thread_id)
+        if not message.observe and not any(d["method"] == "chat.send" for d in deliveries):
+            self.system_output(session, NO_BOT_TEXT, message.thread_id, message.msg_id)
+        return deliveries
+
+    def _name_of(self, bot_uuid: str) -> str:
+        record = self.state.registry.by_uuid(bot_uuid)
+        return record.name if record is not None else bot_uuid
 
     async def _deliver(
         self,
@@ -195,7 +253,8 @@ class Dispatcher:
                     continue
                 if sending:
                     pending = PendingSend(bot_uuid, session, params["session_key"],
-                                          source_msg_id, thread_id, answer, task_id)
+                                          source_msg_id, thread_id, answer, task_id,
+                                          send_key=params["idempotency_key"])
                     self.state.runs.sent(pending)
                     answer.add_done_callback(
                         lambda _f, p=pending, name=bot.record.name: self._report_lost(p, name)
@@ -235,13 +294,19 @@ class Dispatcher:
         """One accepted run event (see `bot_events.py`): outputs, transcript, routing on."""
         runs = self.state.runs
         run.active_at = asyncio.get_running_loop().time()
+        if run.orphaned_until is not None:
+            run.orphaned_until = None
+            log.info("run %s of %s continued after its bot came back", run.run_id,
+                     bot.record.name)
         if event.state == "delta":
             if len(run.streamed) < MAX_TEXT_CHARS:
                 run.streamed += event.text[:MAX_TEXT_CHARS - len(run.streamed)]
             self.run_output(run, "delta", event.text)
+            runs.progressed(run)
             return
         if not event.terminal:
-            return  # tool calls, thinking: part of the run, not shown
+            runs.progressed(run)  # tool calls, thinking: part of the run, not shown
+            return
         text = event.text
         if event.state == "final" and not text:
             text = run.streamed  # a final that leaves the whole text to its deltas
@@ -249,7 +314,7 @@ class Dispatcher:
         self.run_output(run, event.state, text)
         if event.state != "final":
             return
-        run.session.record("assistant", bot.record.name, text, now_ms())
+        self.state.sessions.record(run.session, "assistant", bot.record.name, text, now_ms())
         if run.task_id is not None:  # a task's result goes back to its manager
             await self._task_result(bot, run, text)
         elif text.strip() or event.routing is not None:  # an empty final asks nobody
@@ -447,7 +512,7 @@ class Dispatcher:
         for run in targets:
             runs.finish(run, "aborted")  # from here on, late events of the run are dropped
             self.run_output(run, "aborted", "")
-        await asyncio.gather(*(self._tell_abort(run) for run in targets))
+        await asyncio.gather(*(self.tell_abort(run) for run in targets))
         return {"aborted_run_ids": [run.run_id for run in targets]}
 
     async def _await_acks(self, session: ChannelSession) -> None:
@@ -459,7 +524,8 @@ class Dispatcher:
             for bot_uuid in {p.bot_uuid for p in pending}:
                 self.state.runs.settle(bot_uuid)
 
-    async def _tell_abort(self, run: Run) -> None:
+    async def tell_abort(self, run: Run) -> None:
+        """Send the run's bot `chat.abort` (if it is online); a refusal is only logged."""
         bot = self.state.presence.get(run.bot_uuid)
         if bot is None:
             return

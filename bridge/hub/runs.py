@@ -5,6 +5,10 @@ ACK of the `chat.send` that started it. Between sending and that ACK the deliver
 `PendingSend`, which `channel.abort` counts as running. Finished runs are remembered
 (bounded) so that aborting one again is an idempotent success, not "unknown run", and
 so that late events of an aborted run can be recognised and dropped.
+
+With `rows`, every pending send and running run is also kept in `hub.db` (`run_rows.py`);
+`restore` brings back the ones a stopped or crashed hub left, for `orphans.py` to end
+unless their bot continues them.
 """
 
 from __future__ import annotations
@@ -12,15 +16,18 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from bridge.bcn.errors import BcnError
+from bridge.hub.run_rows import RunRows, StoredRun
 from bridge.hub.sessions import ChannelSession
 
 log = logging.getLogger(__name__)
 
-RunState = Literal["running", "final", "error", "aborted", "expired"]
+RunState = Literal["running", "final", "error", "aborted", "expired", "offline"]
+"""`offline`: its bot went away mid-reply and did not continue it (`orphans.py`)."""
 FINISHED_RUNS_KEPT = 20_000
 
 
@@ -44,6 +51,11 @@ class Run:
     """The bot's terminal event, so an identical replay of it is ignored, not refused."""
     streamed: str = ""
     """The deltas so far (bounded), for a final that leaves its text to them."""
+    send_key: str = ""
+    """The `idempotency_key` of the chat.send that started it: its row in `hub.db`."""
+    orphaned_until: float | None = None
+    """Set (loop time) while its bot has no live connection: the run ends with an error
+    then, unless an event of the bot continues it first (`orphans.py`)."""
 
     @property
     def running(self) -> bool:
@@ -68,17 +80,25 @@ class PendingSend:
     task_id: str | None = None
     failure: str | None = None
     """Why no run came of this delivery (the bot refused it, or reused a run id)."""
+    send_key: str = ""
+    """The delivery's `idempotency_key`."""
 
 
 class RunTable:
-    def __init__(self) -> None:
+    def __init__(self, rows: RunRows | None = None) -> None:
+        self._rows = rows
         self._active: dict[tuple[str, str], Run] = {}
         self._finished: OrderedDict[tuple[str, str], Run] = OrderedDict()
         self._pending: dict[str, dict[PendingSend, None]] = {}
         self._pending_by_session: dict[str, dict[PendingSend, None]] = {}
+        self.stopping = False
+        """Set while the hub stops: sends cut off by the shutdown keep their rows, so the
+        next start reports them instead of forgetting them."""
 
     # ------------------------------------------------------------------ pending sends
     def sent(self, pending: PendingSend) -> None:
+        if self._rows is not None:
+            self._rows.sent(pending)
         self._pending.setdefault(pending.bot_uuid, {})[pending] = None
         self._pending_by_session.setdefault(pending.session.id, {})[pending] = None
         pending.answer.add_done_callback(lambda _f: self.acked(pending))
@@ -95,6 +115,16 @@ class RunTable:
         by_session.pop(pending, None)
         if not by_session:
             self._pending_by_session.pop(pending.session.id, None)
+        run = self._start(pending)
+        if self._rows is not None:
+            if run is not None:
+                self._rows.started(run)
+            elif not self.stopping:
+                self._rows.ended(pending.send_key)
+        return run
+
+    def _start(self, pending: PendingSend) -> Run | None:
+        """The run an answered chat.send started, or None (with `pending.failure` set)."""
         if pending.answer.cancelled():
             pending.failure = "the delivery was cancelled"
             return None
@@ -114,9 +144,33 @@ class RunTable:
             return None
         run = Run(pending.bot_uuid, run_id, pending.session, pending.session_key,
                   pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time(),
-                  task_id=pending.task_id)
+                  task_id=pending.task_id, send_key=pending.send_key)
         self._active[key] = run
         return run
+
+    def restore(
+        self, stored: list[StoredRun], session_of: Callable[[StoredRun], ChannelSession]
+    ) -> list[Run]:
+        """Bring back the runs a previous hub process left in flight; returns them.
+
+        A chat.send the bot never acknowledged comes back under its `idempotency_key`,
+        which is the run id the BCN's own engines (and this SDK) choose.
+        """
+        now = asyncio.get_running_loop().time()
+        restored = []
+        for row in stored:
+            run_id = row.run_id or row.send_key
+            key = (row.bot_uuid, run_id)
+            if key in self._active:
+                if self._rows is not None:
+                    self._rows.ended(row.send_key)
+                continue
+            run = Run(row.bot_uuid, run_id, session_of(row), row.session_key,
+                      row.source_msg_id, row.thread_id, now, seq=row.seq, task_id=row.task_id,
+                      bot_seq=row.bot_seq, send_key=row.send_key)
+            self._active[key] = run
+            restored.append(run)
+        return restored
 
     def settle(self, bot_uuid: str) -> None:
         """Handle ACKs already received but whose callbacks have not run yet.
@@ -144,6 +198,9 @@ class RunTable:
     def running_in(self, session_id: str) -> list[Run]:
         return [run for run in self._active.values() if run.session.id == session_id]
 
+    def running_of(self, bot_uuid: str) -> list[Run]:
+        return [run for run in self._active.values() if run.bot_uuid == bot_uuid]
+
     def latest_of(self, bot_uuid: str, group_id: str) -> Run | None:
         """The bot's most recent run in a group, running ones first (task tools use it)."""
         for runs in (reversed(self._active.values()), reversed(self._finished.values())):
@@ -155,10 +212,17 @@ class RunTable:
     def finish(self, run: Run, state: RunState) -> None:
         key = (run.bot_uuid, run.run_id)
         run.state = state
-        self._active.pop(key, None)
+        run.orphaned_until = None
+        if self._active.pop(key, None) is not None and self._rows is not None:
+            self._rows.ended(run.send_key)
         self._finished[key] = run
         while len(self._finished) > FINISHED_RUNS_KEPT:
             self._finished.popitem(last=False)
+
+    def progressed(self, run: Run) -> None:
+        """The run's output and event numbers moved on: keep them for a restart."""
+        if self._rows is not None and run.running:
+            self._rows.progressed(run)
 
     def expire(self, now: float, max_age: float) -> list[Run]:
         """End runs silent for longer than their timeout; returns them."""

@@ -19,13 +19,17 @@ from bridge import __version__
 from bridge.hub.bots import BotEndpoint
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes, OutboxLimits
+from bridge.hub.delivery_rows import DeliveryRows
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.groups import GroupDirectory
 from bridge.hub.links import LinkEndpoint
 from bridge.hub.onboarding import Onboarding
+from bridge.hub.orphans import OrphanedRuns
 from bridge.hub.registry import BotRegistry
+from bridge.hub.run_rows import RunRows, StoredRun
 from bridge.hub.runs import RunTable
-from bridge.hub.sessions import SessionDirectory
+from bridge.hub.sessions import ChannelSession, SessionDirectory
+from bridge.hub.startup_grace import StartupGrace
 from bridge.hub.state import BotPresence, HubState, LinkDirectory
 from bridge.hub.storage import HubDatabase
 
@@ -43,6 +47,7 @@ class Hub:
         self._sweeper: asyncio.Task[None] | None = None
         self._bots: BotEndpoint | None = None
         self._links: LinkEndpoint | None = None
+        self._orphans: OrphanedRuns | None = None
         self._host = config.host
         self._port = config.port
 
@@ -52,8 +57,17 @@ class Hub:
         state = _open_state(config)
         self.state = state
         self.dispatcher = Dispatcher(state)
-        self._bots = BotEndpoint(state, self.dispatcher)
+        self._orphans = OrphanedRuns(state, self.dispatcher)
+        self._bots = BotEndpoint(state, self.dispatcher, self._orphans)
         self._links = LinkEndpoint(state, self.dispatcher)
+        held = self.dispatcher.held
+
+        def presence_changed(bot_uuid: str) -> None:
+            state.announce(state.groups.groups_of(bot_uuid))
+            held.wake()  # a held message may be for this bot
+
+        state.presence.on_change = presence_changed
+        state.grace.on_over = held.wake
 
         app = web.Application()
         app.router.add_get("/ws/bot", self._bots.handle)
@@ -62,10 +76,12 @@ class Hub:
         Onboarding(state).routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()
+        self._resume(state)
         site = web.TCPSite(runner, self._host, self._port)
         try:
             await site.start()
         except OSError:
+            await self._release(state)
             await runner.cleanup()
             state.db.close()
             self.state = None
@@ -82,7 +98,27 @@ class Hub:
         log.info("hub listening on %s (%d groups, %d known bots)",
                  self.url, len(state.groups), len(state.registry))
 
+    def _resume(self, state: HubState) -> None:
+        """Take up what the previous process left in `hub.db` (just before listening).
+
+        Un-acked deliveries wait in their outboxes for a link's `channel.connect`; the
+        reconnect grace starts, then held messages are held again; runs in flight are
+        orphans until their bots continue them or the grace ends.
+        """
+        assert self.dispatcher is not None and self._orphans is not None
+        restored = state.outboxes.restore(DeliveryRows(state.db).load())
+        state.grace.start()
+        held = self.dispatcher.held.restore(state.sessions.get)
+        rows = RunRows(state.db).load()
+        runs = state.runs.restore(rows, lambda row: _session_of(state, row))
+        self._orphans.restored(runs)
+        if restored or held or runs:
+            log.info("resumed from hub.db: %d undelivered output(s), %d held message(s), "
+                     "%d run(s) in flight", restored, held, len(runs))
+
     async def stop(self) -> None:
+        if self.state is not None:
+            self.state.runs.stopping = True
         if self.dispatcher is not None:
             self.dispatcher.stopping = True
         if self._sweeper is not None:
@@ -95,10 +131,7 @@ class Hub:
                 await bot.conn.close(CLOSE_GOING_AWAY, "hub stopping")
             for link in state.links.all():
                 await link.conn.close(CLOSE_GOING_AWAY, "hub stopping")
-            await state.outboxes.close()
-            for task in list(state.tasks):
-                task.cancel()
-            await asyncio.gather(*state.tasks, return_exceptions=True)
+            await self._release(state)
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -106,6 +139,18 @@ class Hub:
             state.db.close()
             self.state = None
         log.info("hub stopped")
+
+    async def _release(self, state: HubState) -> None:
+        """Stop the background work; what it had not done yet stays in `hub.db`."""
+        if self._orphans is not None:
+            self._orphans.close()
+        state.grace.close()
+        if self.dispatcher is not None:
+            await self.dispatcher.held.close()
+        await state.outboxes.close()
+        for task in list(state.tasks):
+            task.cancel()
+        await asyncio.gather(*state.tasks, return_exceptions=True)
 
     async def __aenter__(self) -> Hub:
         await self.start()
@@ -152,6 +197,8 @@ class Hub:
             "groups": len(state.groups),
             "sessions": len(state.sessions),
             "runs_running": state.runs.running_count,
+            "runs_orphaned": len(self._orphans) if self._orphans is not None else 0,
+            "held_messages": len(self.dispatcher.held) if self.dispatcher is not None else 0,
         }
 
     async def _healthz(self, _request: web.Request) -> web.Response:
@@ -199,16 +246,30 @@ def _open_state(config: HubConfig) -> HubState:
             groups=GroupDirectory(config.groups, registry, db),
             sessions=SessionDirectory(db, transcript_limit=config.transcript_limit,
                                       dedup_limit=config.dedup_limit),
-            runs=RunTable(),
+            runs=RunTable(RunRows(db)),
             presence=BotPresence(),
             links=links,
-            outboxes=Outboxes(links.connections_for, limits),
+            outboxes=Outboxes(links.connections_for, limits, DeliveryRows(db)),
             identity_secret=secret.encode(),
+            grace=StartupGrace(db, config.reconnect_grace_seconds,
+                               lambda bot_uuid: _bot_name(registry, bot_uuid)),
         )
     except BaseException:
         db.close()
         raise
-    state.presence.on_change = lambda bot_uuid: state.announce(
-        state.groups.groups_of(bot_uuid)
-    )
     return state
+
+
+def _bot_name(registry: BotRegistry, bot_uuid: str) -> str:
+    record = registry.by_uuid(bot_uuid)
+    return record.name if record is not None else bot_uuid
+
+
+def _session_of(state: HubState, row: StoredRun) -> ChannelSession:
+    """A restored run's session; a stand-in that still addresses its chat if it is gone."""
+    session = state.sessions.get(row.session_id)
+    if session is None:
+        log.warning("run %s: session %s is no longer kept; its notice still goes to binding %s",
+                    row.run_id or row.send_key, row.session_id, row.binding_id)
+        session = state.sessions.stand_in(row.session_id, row.binding_id)
+    return session

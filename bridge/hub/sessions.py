@@ -1,13 +1,16 @@
 """Channel sessions: one BCN session per (binding, scope key) until it is reset.
 
 The active session of each scope is kept in `hub.db`, so a chat continues in the same
-session (and bots keep their per-session history) across a hub restart. What happens
-inside a session — its transcript, the msg_ids already accepted, the ping-pong count —
-lives in memory and is bounded.
+session (and bots keep their per-session history) across a hub restart. So are the last
+`RETIRED_SESSIONS_KEPT` reset or completed sessions, and the transcript of every session
+kept (its last `transcript_limit` lines, written in batches), so `channel.history` answers
+after a restart as before it. The msg_ids already accepted and the ping-pong count live in
+memory only, and are bounded.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import secrets
 import time
@@ -40,13 +43,12 @@ class ChannelSession:
     """`running` until reset (`reset`) or completed by a bot (`completed` / `failed`)."""
     output: Any = None
     error: str | None = None
+    lines: int = 0
+    """Transcript lines ever recorded here: the number of the next one's row."""
 
     @property
     def running(self) -> bool:
         return self.status == "running"
-
-    def record(self, role: str, name: str, text: str, timestamp: int) -> None:
-        self.transcript.append({"role": role, "name": name, "text": text, "timestamp": timestamp})
 
     def human_spoke(self, name: str) -> None:
         """A human message ends any bot-to-bot exchange and re-arms the ping-pong guard."""
@@ -72,6 +74,56 @@ class SessionDirectory:
             " FROM channel_sessions"
         ):
             self._install(self._new(session_id, group_id, binding_id, scope, channel_type))
+        self._load_retired()
+        self._load_transcripts()
+
+    def _load_retired(self) -> None:
+        for row in _recent_retired(self._db, RETIRED_SESSIONS_KEPT):
+            session_id, binding_id, scope, group_id, channel_type, status, output, error = row
+            if session_id in self._by_id:
+                continue
+            session = self._new(session_id, group_id, binding_id, scope, channel_type)
+            session.status, session.error = status, error
+            session.output = None if output is None else _loads(output, session_id)
+            self._by_id[session_id] = session
+            self._retired[session_id] = None
+
+    def _load_transcripts(self) -> None:
+        """The kept lines of every known session; rows of sessions no longer kept go."""
+        self._db.write(
+            "DELETE FROM transcripts WHERE session_id NOT IN"
+            " (SELECT session_id FROM channel_sessions"
+            "  UNION SELECT session_id FROM retired_sessions)"
+        )
+        for session_id, seq, entry in self._db.rows(
+            "SELECT session_id, seq, entry FROM transcripts ORDER BY session_id, seq"
+        ):
+            session = self._by_id.get(session_id)
+            if session is None:
+                continue
+            line = _loads(entry, session_id)
+            if isinstance(line, dict):
+                session.transcript.append(line)
+            session.lines = seq + 1
+
+    def record(
+        self, session: ChannelSession, role: str, name: str, text: str, timestamp: int,
+        *, protocol: dict[str, Any] | None = None,
+    ) -> None:
+        """Add one line to a session's transcript (in memory now, in `hub.db` batched)."""
+        entry: dict[str, Any] = {"role": role, "name": name, "text": text,
+                                 "timestamp": timestamp}
+        if protocol is not None:
+            entry["protocol"] = protocol
+        session.transcript.append(entry)
+        seq = session.lines
+        session.lines += 1
+        writes = self._db.writes
+        writes.add("INSERT OR REPLACE INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
+                   (session.id, seq, json.dumps(entry, separators=(",", ":"))))
+        if seq >= self._transcript_limit:
+            writes.add("DELETE FROM transcripts WHERE session_id = ? AND seq <= ?",
+                       (session.id, seq - self._transcript_limit))
 
     def _new(
         self, session_id: str, group_id: str, binding_id: str, scope: str, channel_type: str
@@ -136,20 +188,37 @@ class SessionDirectory:
         if self._active.get((session.binding_id, session.scope_key)) is not session:
             return
         self._retire(session)
-        self._db.write(
-            "DELETE FROM channel_sessions WHERE binding_id = ? AND scope_key = ?",
-            (session.binding_id, session.scope_key),
-        )
 
     def _retire(self, session: ChannelSession) -> None:
+        """No longer the scope's session; kept reachable (and in `hub.db`) while recent."""
         self._active.pop((session.binding_id, session.scope_key), None)
         self._retired[session.id] = None
+        statements: list[tuple[str, tuple[object, ...]]] = [
+            ("DELETE FROM channel_sessions WHERE session_id = ?", (session.id,)),
+            ("INSERT OR REPLACE INTO retired_sessions (session_id, binding_id, scope_key,"
+             " group_id, channel_type, status, output, error, retired_at)"
+             " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+             (session.id, session.binding_id, session.scope_key, session.group_id,
+              session.channel_type, session.status, _json_or_none(session.output),
+              session.error, time.time())),
+        ]
         while len(self._retired) > RETIRED_SESSIONS_KEPT:
             old_id, _ = self._retired.popitem(last=False)
             self._by_id.pop(old_id, None)
+            statements += [("DELETE FROM retired_sessions WHERE session_id = ?", (old_id,)),
+                           ("DELETE FROM transcripts WHERE session_id = ?", (old_id,))]
+        self._db.write_all(statements)
 
     def get(self, session_id: str) -> ChannelSession | None:
         return self._by_id.get(session_id)
+
+    def stand_in(self, session_id: str, binding_id: str) -> ChannelSession:
+        """A session no longer kept, rebuilt from its id: enough to address a notice."""
+        group_id, _, rest = session_id.partition(":")
+        channel_type = rest.removeprefix("channel_").rpartition("_")[0]
+        session = self._new(session_id, group_id, binding_id, "", channel_type)
+        session.status = "reset"
+        return session
 
     def seen(self, binding_id: str, msg_id: str) -> ChannelSession | None:
         """The session a msg_id was first accepted into, if it was accepted before."""
@@ -165,3 +234,28 @@ class SessionDirectory:
 
     def __len__(self) -> int:
         return len(self._active)
+
+
+def _recent_retired(db: HubDatabase, limit: int) -> list[Any]:
+    """The most recent `limit` retired sessions, oldest first (the order they retire in)."""
+    rows = db.rows(
+        "SELECT session_id, binding_id, scope_key, group_id, channel_type, status, output,"
+        " error FROM retired_sessions ORDER BY retired_at DESC LIMIT ?", (limit,)
+    )
+    return list(reversed(rows))
+
+
+def _loads(text: str, session_id: str) -> Any:
+    """A stored JSON value; an unreadable one is left out with a log line, not a crash."""
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        log.error("session %s: an unreadable stored value is left out (%s)", session_id, exc)
+        return None
+
+
+def _json_or_none(value: Any) -> str | None:
+    """A session's output as stored; a value JSON cannot hold is kept as its text."""
+    if value is None:
+        return None
+    return json.dumps(value, default=str)

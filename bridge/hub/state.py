@@ -21,6 +21,7 @@ from bridge.hub.registry import BotRecord, BotRegistry
 from bridge.hub.routing import Participant
 from bridge.hub.runs import RunTable
 from bridge.hub.sessions import SessionDirectory
+from bridge.hub.startup_grace import StartupGrace
 from bridge.hub.storage import HubDatabase
 
 log = logging.getLogger(__name__)
@@ -150,6 +151,7 @@ class HubState:
     links: LinkDirectory
     outboxes: Outboxes
     identity_secret: bytes
+    grace: StartupGrace
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def participants(self, group: Group) -> list[Participant]:

@@ -1,9 +1,11 @@
 """The hub's SQLite file (`hub.db` under `data_dir`): what must survive a restart.
 
-Only rare events write here — a bot registering or onboarding, a group auto-join, a
-channel session opening or ending — never a message. Deliveries, transcripts and runs live in memory
-(docs/hub.md says what that means after a restart). The connection and migration helpers
-are the store layer's, so the hub's schema evolves by numbered steps the same way.
+Rare events are written at once, one transaction each: a bot registering or onboarding, a
+group auto-join, a channel session opening or ending. Per-message state — un-acked
+deliveries, transcripts, runs in flight, messages held for a reconnecting bot — goes
+through `writes` (`BatchedWrites`), many statements per transaction, flushed before the hub
+relies on them. The connection and migration helpers are the store layer's, so the hub's
+schema evolves by numbered steps the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import secrets
 import sqlite3
 from pathlib import Path
 
+from bridge.hub.batched_writes import BatchedWrites
 from bridge.store.sqlite.connection import connect, write_transaction
 from bridge.store.sqlite.migrations import Migration, migrate
 
@@ -63,6 +66,78 @@ HUB_MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        3,
+        "what a hub restart must not lose: deliveries, transcripts, runs, held messages",
+        (
+            # Un-acked channel.deliver requests, in creation order per binding (AUTOINCREMENT:
+            # ids are never reused, so the order survives deletes and restarts).
+            """
+            CREATE TABLE deliveries (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                event_id   TEXT NOT NULL UNIQUE,
+                binding_id TEXT NOT NULL,
+                params     TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )
+            """,
+            "CREATE INDEX deliveries_binding ON deliveries (binding_id, id)",
+            # The last `transcript_limit` lines of each known session (channel.history).
+            """
+            CREATE TABLE transcripts (
+                session_id TEXT NOT NULL,
+                seq        INTEGER NOT NULL,
+                entry      TEXT NOT NULL,
+                PRIMARY KEY (session_id, seq)
+            ) WITHOUT ROWID
+            """,
+            # Reset or completed sessions that stay reachable (history, late replies).
+            """
+            CREATE TABLE retired_sessions (
+                session_id   TEXT PRIMARY KEY,
+                binding_id   TEXT NOT NULL,
+                scope_key    TEXT NOT NULL,
+                group_id     TEXT NOT NULL,
+                channel_type TEXT NOT NULL,
+                status       TEXT NOT NULL,
+                output       TEXT,
+                error        TEXT,
+                retired_at   REAL NOT NULL
+            )
+            """,
+            # chat.sends not answered yet (run_id null) and runs in flight, by the
+            # delivery's idempotency key; a finished run's row is deleted.
+            """
+            CREATE TABLE runs (
+                send_key      TEXT PRIMARY KEY,
+                bot_uuid      TEXT NOT NULL,
+                run_id        TEXT,
+                session_id    TEXT NOT NULL,
+                binding_id    TEXT NOT NULL,
+                session_key   TEXT NOT NULL,
+                source_msg_id TEXT,
+                thread_id     TEXT,
+                task_id       TEXT,
+                seq           INTEGER NOT NULL DEFAULT 0,
+                bot_seq       INTEGER,
+                started_at    REAL NOT NULL
+            ) WITHOUT ROWID
+            """,
+            # Bots connected right now: after a crash, the ones the hub waits for.
+            "CREATE TABLE bots_online (bot_uuid TEXT PRIMARY KEY, since REAL NOT NULL)"
+            " WITHOUT ROWID",
+            # Human messages waiting for a reconnecting bot, in order per binding.
+            """
+            CREATE TABLE held_messages (
+                id         INTEGER PRIMARY KEY AUTOINCREMENT,
+                hold_key   TEXT NOT NULL UNIQUE,
+                binding_id TEXT NOT NULL,
+                body       TEXT NOT NULL,
+                created_at REAL NOT NULL
+            )
+            """,
+        ),
+    ),
 )
 
 
@@ -77,6 +152,8 @@ class HubDatabase:
         except BaseException:
             self.db.close()
             raise
+        self.writes = BatchedWrites(self.db)
+        """Per-message writes, batched (see the module docstring)."""
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> HubDatabase:
@@ -85,6 +162,12 @@ class HubDatabase:
     def write(self, sql: str, params: tuple[object, ...] = ()) -> None:
         with write_transaction(self.db) as db:
             db.execute(sql, params)
+
+    def write_all(self, statements: list[tuple[str, tuple[object, ...]]]) -> None:
+        """Several statements in one transaction: all of them happen, or none."""
+        with write_transaction(self.db) as db:
+            for sql, params in statements:
+                db.execute(sql, params)
 
     def rows(self, sql: str, params: tuple[object, ...] = ()) -> list[sqlite3.Row]:
         cursor = self.db.execute(sql, params)
@@ -100,4 +183,8 @@ class HubDatabase:
         return str(self.rows("SELECT value FROM meta WHERE key = ?", (key,))[0][0])
 
     def close(self) -> None:
-        self.db.close()
+        """Commit the batched writes still queued, then close the file."""
+        try:
+            self.writes.close()
+        finally:
+            self.db.close()

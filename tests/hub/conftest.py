@@ -1,15 +1,13 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
 import pytest
-from hub_clients import hub_config
+from hub_clients import StartHub, hub_config
 
 from bridge.hub import Hub
-
-StartHub = Callable[..., Awaitable[Hub]]
 
 
 @pytest.fixture

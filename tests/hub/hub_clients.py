@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -17,12 +17,22 @@ from bridge.bcn import BcnError, Connection, Event, Request
 from bridge.hub import Hub, HubConfig
 from tests.support.socket_tap import TappedSocket
 
+StartHub = Callable[..., Awaitable[Hub]]
+"""The `start_hub` fixture: starts a hub on the test's data_dir with config overrides."""
+
 WAIT = 3.0
 """Upper bound for anything a test waits for; a passing test never waits this long."""
 
 
 async def next_item(queue: asyncio.Queue[Any], timeout: float = WAIT) -> Any:
     return await asyncio.wait_for(queue.get(), timeout)
+
+
+async def until(condition: Callable[[], bool], timeout: float = WAIT) -> None:
+    """Wait until `condition()` holds (polled); fails the test after `timeout`."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.01)
 
 
 async def nothing_in(queue: asyncio.Queue[Any], settle: float = 0.1) -> bool:
@@ -168,6 +178,16 @@ class TestBot:
         await self.conn.close()
         await asyncio.gather(self._task, return_exceptions=True)
 
+    async def vanish(self) -> None:
+        """Drop the TCP connection without a close frame, as a killed process does."""
+        self.ws._writer.transport.abort()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def adopt(self, earlier: TestBot) -> None:
+        """Carry on the runs of an earlier connection of the same bot (sessions, v3 seqs)."""
+        self.sessions.update(earlier.sessions)
+        self._seqs.update(earlier._seqs)
+
     async def closed_by_hub(self, timeout: float = WAIT) -> bool:
         await asyncio.wait_for(asyncio.shield(self._task), timeout)
         return True
@@ -213,6 +233,10 @@ class TestLink:
     @property
     def binding_id(self) -> str:
         return str(self.payload["bindings"][0]["binding_id"])
+
+    def release(self) -> None:
+        """Let held `channel.deliver`s answer (acked, or failing if the link is gone)."""
+        self._released.set()
 
     async def _on_request(self, req: Request) -> dict[str, Any]:
         if req.method != "channel.deliver":
