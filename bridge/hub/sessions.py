@@ -69,6 +69,8 @@ class SessionDirectory:
         self._by_id: dict[str, ChannelSession] = {}
         self._retired: OrderedDict[str, None] = OrderedDict()
         self._seen: dict[str, OrderedDict[str, str]] = {}
+        self._accepted: dict[str, int] = {}
+        """binding id → how many msg_ids it accepted (the next row's seq)."""
         for binding_id, scope, session_id, group_id, channel_type in db.rows(
             "SELECT binding_id, scope_key, session_id, group_id, channel_type"
             " FROM channel_sessions"
@@ -76,6 +78,19 @@ class SessionDirectory:
             self._install(self._new(session_id, group_id, binding_id, scope, channel_type))
         self._load_retired()
         self._load_transcripts()
+        self._load_accepted()
+
+    def _load_accepted(self) -> None:
+        """The msg_ids accepted before a restart (the last `dedup_limit` per binding)."""
+        for binding_id, seq, msg_id, session_id in self._db.rows(
+            "SELECT binding_id, seq, msg_id, session_id FROM accepted_msgs"
+            " ORDER BY binding_id, seq"
+        ):
+            self._seen.setdefault(binding_id, OrderedDict())[msg_id] = session_id
+            self._accepted[binding_id] = seq + 1
+        for seen in self._seen.values():
+            while len(seen) > self._dedup_limit:
+                seen.popitem(last=False)
 
     def _load_retired(self) -> None:
         for row in _recent_retired(self._db, RETIRED_SESSIONS_KEPT):
@@ -227,10 +242,20 @@ class SessionDirectory:
         return None if session_id is None else self._by_id.get(session_id)
 
     def accept(self, binding_id: str, msg_id: str, session: ChannelSession) -> None:
+        """Remember an accepted msg_id (in `hub.db` too, batched with the answer's flush),
+        so a bridge resending it after a hub crash gets `duplicate`, not a second run."""
         seen = self._seen.setdefault(binding_id, OrderedDict())
         seen[msg_id] = session.id
         if len(seen) > self._dedup_limit:
             seen.popitem(last=False)
+        seq = self._accepted.get(binding_id, 0)
+        self._accepted[binding_id] = seq + 1
+        writes = self._db.writes
+        writes.add("INSERT OR REPLACE INTO accepted_msgs (binding_id, seq, msg_id, session_id)"
+                   " VALUES (?, ?, ?, ?)", (binding_id, seq, msg_id, session.id))
+        if seq >= self._dedup_limit:
+            writes.add("DELETE FROM accepted_msgs WHERE binding_id = ? AND seq <= ?",
+                       (binding_id, seq - self._dedup_limit))
 
     def __len__(self) -> int:
         return len(self._active)

@@ -138,6 +138,21 @@ HUB_MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        4,
+        "accepted inbound msg_ids, so a message resent after a hub crash is not routed twice",
+        (
+            """
+            CREATE TABLE accepted_msgs (
+                binding_id TEXT NOT NULL,
+                seq        INTEGER NOT NULL,
+                msg_id     TEXT NOT NULL,
+                session_id TEXT NOT NULL,
+                PRIMARY KEY (binding_id, seq)
+            ) WITHOUT ROWID
+            """,
+        ),
+    ),
 )
 
 

@@ -280,3 +280,30 @@ async def test_unreadable_stored_rows_are_left_out_with_a_log_line_not_a_crash(
     texts = [(await next_item(again.delivers))["text"] for _ in range(2)]
     assert texts == ["kept", "kept too"]
     assert "is unreadable" in caplog.text and "unreadable stored value" in caplog.text
+
+
+async def test_a_message_resent_after_a_restart_is_a_duplicate_not_a_second_run(
+    http: aiohttp.ClientSession, start_hub: StartHub
+) -> None:
+    """A bridge that never saw the hub's answer (the hub crashed) sends the message again."""
+    hub = await start_hub(dedup_limit=3)
+    helper = await TestBot.connect(http, hub, name="Helper")
+    helper.reply = lambda text: f"re: {text}"
+    link = await TestLink.connect(http, hub)
+    first = await link.inbound("only once", "m-once")
+    await link.deliveries_until_final()
+    for n in range(4):  # past the bound: the oldest accepted ids are forgotten, on disk too
+        await link.inbound(f"more {n}", f"m-more-{n}")
+        await link.deliveries_until_final()
+    await hub.stop()
+
+    hub = await start_hub(dedup_limit=3)
+    helper = await TestBot.connect(http, hub, token=helper.token)
+    helper.reply = lambda text: f"re: {text}"
+    again = await TestLink.connect(http, hub)
+    resent = await again.inbound("more 3", "m-more-3")
+    assert resent["duplicate"] is True and resent["deliveries"] == []
+    assert rows(hub, "accepted_msgs") == 3
+    forgotten = await again.inbound("only once", "m-once")  # beyond the bound: new again
+    assert forgotten["duplicate"] is False
+    assert first["bcs_session_id"] == resent["bcs_session_id"]
