@@ -34,6 +34,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from hub import bench_link, cpu_seconds, percentile  # type: ignore[import-not-found]
 
+sys.path.insert(0, str(ROOT))
+from bridge.event_loop import loop_name
+
 SERVE = str(ROOT / "bench" / "serve.py")
 
 
@@ -184,7 +187,8 @@ async def run(messages: int, conversations: int, seconds: float) -> None:
     serial_ratio = relay["serial_cpu"] / hub["serial_cpu"]  # type: ignore[operator]
     concurrent_ratio = relay["concurrent_cpu"] / hub["concurrent_cpu"]  # type: ignore[operator]
     added = percentile(relay["serial"], 0.5) - percentile(hub["serial"], 0.5)  # type: ignore[arg-type]
-    print("webchat → bridge → hub → echo → hub → bridge → webchat, beside the hub alone")
+    print("webchat → bridge → hub → echo → hub → bridge → webchat, beside the hub alone "
+          f"(servers on {loop_name()})")
     print(f" one conversation, {messages} messages one at a time:")
     print(line("relay (bridge+hub+echo, 1 process)", relay, "serial"))
     print(line("hub only (hub+echo, 1 process)", hub, "serial"))

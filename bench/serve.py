@@ -5,7 +5,8 @@ from the client's.
     python bench/serve.py hub                                # hub + echo, no bridge
 
 Prints one line `READY <url>` (the webchat WebSocket for `relay`, the hub's ws:// URL for
-`hub`) once the echo bot is online, then serves until killed. With `--hub`, the bridge links
+`hub`) once the echo bot is online, then serves until killed (with BENCH_PROFILE=FILE in
+the environment it writes a CPU-time profile there when terminated). With `--hub`, the bridge links
 to that hub instead of embedding one (and runs no bot: the hub's own echo answers).
 """
 
@@ -13,8 +14,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
+import os
+import signal
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +29,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from hub import LINK_TOKEN, hub_settings, wait_for_bot  # type: ignore[import-not-found]
 
+from bridge import event_loop
 from bridge.app import BridgeApp
 from bridge.bcn.examples.echo import build_echo_bot
 from bridge.config.schema import BridgeConfig
@@ -88,7 +94,22 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.WARNING)
-    asyncio.run(serve(args.mode, args.rooms, args.hub))
+    profile_to = os.environ.get("BENCH_PROFILE")
+    if not profile_to:
+        event_loop.run(serve(args.mode, args.rooms, args.hub))  # the loop `bcn-bridge` runs on
+        return
+    # CPU time, not wall time: on a shared machine a wall-clock profile blames whatever
+    # was running when the process was descheduled (usually a socket send).
+    profile = cProfile.Profile(time.process_time)
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    profile.enable()
+    try:
+        event_loop.run(serve(args.mode, args.rooms, args.hub))
+    except KeyboardInterrupt:
+        pass
+    finally:
+        profile.disable()
+        profile.dump_stats(profile_to)
 
 
 if __name__ == "__main__":

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import tempfile
 from pathlib import Path
 from typing import Any
+
+from bridge import event_loop
 
 
 def register(subparsers: Any) -> None:
@@ -39,4 +40,4 @@ def demo_command(args: argparse.Namespace) -> int:
                   f"  (bots Echo and Rules; try: /ask Rules what is 6*7)   Ctrl-C to stop\n",
                   flush=True)
 
-        return asyncio.run(serve(config, companions=bots, on_ready=ready))
+        return event_loop.run(serve(config, companions=bots, on_ready=ready))

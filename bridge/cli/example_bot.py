@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import TYPE_CHECKING, Any
 
+from bridge import event_loop
 from bridge.retry import Backoff
 
 if TYPE_CHECKING:
@@ -76,7 +77,7 @@ def run_example_bot(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"example-bot: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    return asyncio.run(_run(bot))
+    return event_loop.run(_run(bot))
 
 
 async def _run(bot: Bot) -> int:

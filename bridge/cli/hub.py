@@ -13,6 +13,8 @@ import signal
 import sys
 from typing import Any
 
+from bridge import event_loop
+
 EXIT_FAILED = 1
 EXIT_USAGE = 2
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -48,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         config = config.model_copy(update={"listen": args.listen})
     logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
-    return asyncio.run(serve(config))
+    return event_loop.run(serve(config))
 
 
 async def serve(config: Any) -> int:

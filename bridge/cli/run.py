@@ -11,6 +11,7 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
+from bridge import event_loop
 from bridge.config import ConfigError
 
 if TYPE_CHECKING:
@@ -37,7 +38,7 @@ def run_command(args: argparse.Namespace) -> int:
         print(exc, file=sys.stderr)
         return 2
     register_secrets(config)
-    return asyncio.run(serve(config))
+    return event_loop.run(serve(config))
 
 
 def register_secrets(config: Any) -> None:

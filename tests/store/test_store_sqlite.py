@@ -200,3 +200,41 @@ def test_a_failed_commit_is_rolled_back_and_the_connection_stays_usable(tmp_path
         db.execute("INSERT INTO t VALUES (2)")
     assert db.execute("SELECT v FROM t").fetchall() == [(2,)]
     db.close()
+
+
+async def test_write_steps_of_one_turn_share_one_commit_and_fail_alone(tmp_path) -> None:
+    import asyncio
+
+    from bridge.store.sqlite.connection import connect, write_step
+
+    db = connect(str(tmp_path / "group.db"))
+    db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+
+    async def step(value: int) -> None:
+        async with write_step(db):
+            db.execute("INSERT INTO t (v) VALUES (?)", (value,))
+            if value == 3:
+                raise ValueError("this one step goes wrong")
+
+    results = await asyncio.gather(*(step(v) for v in range(6)), return_exceptions=True)
+    assert [type(r).__name__ for r in results] == ["NoneType"] * 3 + ["ValueError"] + [
+        "NoneType"] * 2
+    assert statements.count("COMMIT") == 1  # six steps, one commit
+    assert [row[0] for row in db.execute("SELECT v FROM t ORDER BY v")] == [0, 1, 2, 4, 5]
+    # A plain transaction while a group is open commits the group first, never later.
+    async def mixed() -> None:
+        from bridge.store.sqlite.connection import write_transaction
+
+        first = asyncio.ensure_future(step(10))
+        await asyncio.sleep(0)  # the step has run; its commit is due at the end of the turn
+        with write_transaction(db):
+            db.execute("INSERT INTO t (v) VALUES (11)")
+        await first
+
+    await mixed()
+    other = connect(str(tmp_path / "group.db"))  # another process would see both
+    assert {row[0] for row in other.execute("SELECT v FROM t")} >= {10, 11}
+    db.close()
+    other.close()

@@ -38,6 +38,9 @@ class SqliteStore(Store):
         self.message_map = SqliteMessageMapStore(self._db)
 
     async def close(self) -> None:
+        group = getattr(self._db, "group", None)
+        if group is not None:
+            group.commit_now()  # the steps of this turn are durable before the file closes
         self._db.close()
 
 

@@ -26,7 +26,7 @@ from bridge.store.relay import (
     SpoolEntry,
     SpoolStore,
 )
-from bridge.store.sqlite.connection import write_transaction
+from bridge.store.sqlite.connection import write_step
 from bridge.store.streams import StreamStore
 
 
@@ -37,7 +37,7 @@ class SqliteSeenStore(SeenStore):
         self._db = db
 
     async def add(self, key: str, now: datetime) -> bool:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
                 (key, to_micros(now)),
@@ -49,7 +49,7 @@ class SqliteSeenStore(SeenStore):
         return row is not None
 
     async def prune(self, before: datetime) -> int:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             cursor = self._db.execute(
                 "DELETE FROM seen_keys WHERE seen_at < ?", (to_micros(before),)
             )
@@ -67,7 +67,7 @@ class SqliteOutboxStore(OutboxStore):
     ) -> int | None:
         body = item.to_body()
         created = to_micros(item.created_at) if item.created_at else None
-        with write_transaction(self._db):
+        async with write_step(self._db):
             at = now or item.created_at or datetime.now(UTC)
             if once is not None and not _claim(self._db, once, at):
                 return None
@@ -124,7 +124,7 @@ class SqliteOutboxStore(OutboxStore):
         # A row per sent part, never a rewrite of the item's body: a reply of n parts costs
         # n small writes, not n rewrites of everything it says.
         at = to_micros(now or datetime.now(UTC))
-        with write_transaction(self._db):
+        async with write_step(self._db):
             row = self._db.execute(
                 "SELECT json_array_length(body, '$.parts') FROM outbox WHERE id = ?", (item_id,)
             ).fetchone()
@@ -143,7 +143,7 @@ class SqliteOutboxStore(OutboxStore):
                 self._db.execute(_PUT_MAP, (key, json.dumps(value), at))
 
     async def complete(self, item_id: int) -> None:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute("DELETE FROM outbox WHERE id = ?", (item_id,))
             self._db.execute("DELETE FROM outbox_parts WHERE item_id = ?", (item_id,))
 
@@ -169,7 +169,7 @@ class SqliteMessageMapStore(MessageMapStore):
         self._db = db
 
     async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute(_PUT_MAP, (key, json.dumps(value), to_micros(now)))
 
     async def get(self, key: str) -> dict[str, Any] | None:
@@ -177,7 +177,7 @@ class SqliteMessageMapStore(MessageMapStore):
         return json.loads(row[0]) if row else None
 
     async def prune(self, before: datetime) -> int:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             cursor = self._db.execute("DELETE FROM message_map WHERE at < ?", (to_micros(before),))
         return cursor.rowcount
 
@@ -191,7 +191,7 @@ class SqliteSpoolStore(SpoolStore):
     async def append(self, entry: SpoolEntry, *, once: str, now: datetime) -> int | None:
         body = {"lane": entry.lane, "binding": entry.binding, "params": entry.params}
         created = to_micros(entry.created_at or now)
-        with write_transaction(self._db):
+        async with write_step(self._db):
             if not _claim(self._db, once, now):
                 return None
             cursor = self._db.execute(
@@ -214,7 +214,7 @@ class SqliteSpoolStore(SpoolStore):
         return entries
 
     async def complete(self, entry_id: int) -> None:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute("DELETE FROM spool WHERE id = ?", (entry_id,))
 
     async def count(self) -> int:
@@ -241,7 +241,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
     async def bot_spoke(
         self, lane: str, *, limit: int, window: float, now: datetime
     ) -> Verdict:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             state = self._state(lane) or LaneGuard()
             verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
             self._save(lane, state)
@@ -254,7 +254,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
     ) -> bool:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             if once is not None and not _claim(self._db, once, now):
                 return False
             if self._held(lane) < keep:
@@ -280,7 +280,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
         once: str | None,
         now: datetime,
     ) -> tuple[Posted, int | None]:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             if once is not None and not _claim(self._db, once, now):
                 return "seen", None
             state = self._state(lane) or LaneGuard()
@@ -312,7 +312,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
         state = self._state(lane)
         if state is None:
             return None  # the common case: no bot spoke here lately, nothing to write
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute("DELETE FROM loop_guard WHERE lane = ?", (lane,))
             if not state.paused:
                 return None
@@ -346,7 +346,7 @@ class SqliteStreamStore(StreamStore):
         return "".join(row[0] for row in rows)
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute(
                 "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) VALUES (?, ?, ?, ?)",
                 (run_id, seq, text, to_micros(now)),
@@ -359,13 +359,13 @@ class SqliteStreamStore(StreamStore):
             "SELECT 1 FROM run_deltas WHERE run_id = ? LIMIT 1", (run_id,)
         ).fetchone():
             return ""  # a run that did not stream (the common case): nothing to write
-        with write_transaction(self._db):
+        async with write_step(self._db):
             text = self._text(run_id)
             self._db.execute("DELETE FROM run_deltas WHERE run_id = ?", (run_id,))
         return text
 
     async def prune(self, before: datetime) -> int:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             cursor = self._db.execute(
                 "DELETE FROM run_deltas WHERE run_id IN"
                 " (SELECT run_id FROM run_deltas GROUP BY run_id HAVING MAX(at) < ?)",
@@ -384,7 +384,7 @@ class SqliteLeaseStore(LeaseStore):
 
     async def acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
         now = wall_clock()
-        with write_transaction(self._db):
+        async with write_step(self._db):
             row = self._db.execute(
                 "SELECT holder, token, expires_at FROM leases WHERE name = ?", (name,)
             ).fetchone()
@@ -402,7 +402,7 @@ class SqliteLeaseStore(LeaseStore):
     async def take_over(
         self, name: str, dead_holder: str, holder: str, ttl: float
     ) -> Lease | None:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             self._db.execute(
                 "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ?",
                 (name, dead_holder),
@@ -411,7 +411,7 @@ class SqliteLeaseStore(LeaseStore):
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         now = wall_clock()
-        with write_transaction(self._db):
+        async with write_step(self._db):
             cursor = self._db.execute(
                 "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?"
                 " AND expires_at > ?",
@@ -420,7 +420,7 @@ class SqliteLeaseStore(LeaseStore):
         return cursor.rowcount == 1
 
     async def release(self, lease: Lease) -> None:
-        with write_transaction(self._db):
+        async with write_step(self._db):
             # Expire instead of delete: the token count must survive for the next grant.
             self._db.execute(
                 "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?",
