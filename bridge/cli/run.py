@@ -80,6 +80,7 @@ async def serve(
 ) -> int:
     """Start the app (and its companions), wait for SIGINT/SIGTERM, stop cleanly."""
     from bridge.app import BridgeApp
+    from bridge.core.adapter import AdapterStartError
 
     app = BridgeApp(config)
     running: list[Any] = []
@@ -96,7 +97,7 @@ async def serve(
             on_ready(app)
         await stop.wait()
         log.info("shutting down")
-    except OSError as exc:
+    except (OSError, AdapterStartError) as exc:
         log.error("could not start: %s", exc)
         return 1
     finally:

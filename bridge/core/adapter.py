@@ -68,6 +68,15 @@ class PermanentSendError(SendError):
         super().__init__(message, transient=False)
 
 
+class AdapterStartError(RuntimeError):
+    """An account could not start, for a reason its owner must fix (a rejected token, a
+    switch off in the platform's settings).
+
+    The message is one complete sentence, safe to log (no secret), and says what to do;
+    `bcn-bridge run` prints it as one line and exits instead of showing a traceback.
+    """
+
+
 class Adapter(ABC):
     """One platform account. Subclasses declare their account config model next to them."""
 
