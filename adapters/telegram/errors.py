@@ -24,7 +24,12 @@ from telegram.error import (
 from telegram.warnings import PTBDeprecationWarning
 
 from adapters.telegram.redaction import redact
-from bridge.core.adapter import PermanentSendError, SendError, TransientSendError
+from bridge.core.adapter import (
+    AdapterStartError,
+    PermanentSendError,
+    SendError,
+    TransientSendError,
+)
 
 
 def is_parse_error(exc: TelegramError) -> bool:
@@ -61,8 +66,9 @@ def send_error(exc: TelegramError, action: str) -> SendError:
     return PermanentSendError(detail)
 
 
-class TelegramStartError(RuntimeError):
-    """The account could not start; the message is safe to log (no token in it or its cause)."""
+class TelegramStartError(AdapterStartError):
+    """The account could not start; the message is safe to log (no token in it or its cause),
+    and `bcn-bridge run` prints it as one line."""
 
 
 def start_error(exc: TelegramError, account: str) -> TelegramStartError:

@@ -19,7 +19,7 @@ from adapters.telegram import TelegramAdapter
 from adapters.telegram.errors import TelegramStartError
 from adapters.telegram.outbound import MAX_TEXT, TELEGRAM_MAX_TEXT, visible_text
 from bridge.config.sections import CommandNames
-from bridge.core.adapter import PermanentSendError, TransientSendError
+from bridge.core.adapter import AdapterStartError, PermanentSendError, TransientSendError
 from bridge.core.model import OutboundKind, PlatformRef
 from bridge.text import split_for
 from tests.fakes.telegram import FakeTelegram
@@ -329,4 +329,5 @@ async def test_rejected_token_fails_start_without_showing_the_token(
 
     assert caught.value.__cause__ is None and caught.value.__context__ is None
     assert wrong.partition(":")[2] not in str(caught.value)
+    assert isinstance(caught.value, AdapterStartError)  # `bcn-bridge run` shows one line
     await adapter.stop()  # harmless after a failed start
