@@ -173,6 +173,13 @@ class SlackAdapter(Adapter):
             identity.team_id, settings.mode,
         )
 
+    def health(self) -> str | None:
+        socket = self._socket
+        if socket is not None and socket.health.failures:
+            failures = socket.health.failures
+            return f"the Socket Mode connection is down ({failures} failed attempt(s))"
+        return super().health()
+
     async def stop(self) -> None:
         self._app = None
         socket, self._socket = self._socket, None

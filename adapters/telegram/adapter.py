@@ -147,6 +147,12 @@ class TelegramAdapter(Adapter):
         else:
             await self._register_webhook(bot)
 
+    def health(self) -> str | None:
+        if self._health.in_outage:
+            return (f"polling the Bot API fails ({self._health.failures} attempt(s) in a row); "
+                    "retrying")
+        return super().health()
+
     async def _start_polling(self) -> None:
         """This instance holds the poll lease: relay what a dead poller left, then poll."""
         app = self._app

@@ -23,6 +23,7 @@ from bridge.core.outbox import Lane, Outbox
 from bridge.core.relay_state import GroupBots, RelayState
 from bridge.core.render import render_parts
 from bridge.core.spool import InboundSpool
+from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
@@ -48,6 +49,7 @@ class RelayContext:
     commands: CommandNames = field(default_factory=CommandNames)
     bridge_name: str = BRIDGE_NAME
     background: Background = field(default_factory=lambda: Background("relay-io"))
+    metrics: BridgeMetrics = field(default_factory=BridgeMetrics)
     _warned_unbound: set[str] = field(default_factory=set)
     _typing_at: dict[str, float] = field(default_factory=dict)
 
@@ -100,6 +102,8 @@ class RelayContext:
         reply_to: str | None = None,
         once: str | None = None,
         hold: bool = False,
+        from_human: bool = False,
+        inbound_at: datetime | None = None,
     ) -> bool:
         """Render for the lane's adapter and queue durably (returns once stored).
 
@@ -124,8 +128,11 @@ class RelayContext:
             reply_to=reply_to,
             protocol=protocol,
             created_at=self.clock(),
+            from_human=from_human,
+            inbound_at=inbound_at,
         )
         if hold:
+            self.metrics.hold(lane.channel, "loop_guard")
             return await self.store.loop_guard.hold(
                 lane.key, item, keep=binding.loop_guard.max_messages, once=once, now=self.clock()
             )

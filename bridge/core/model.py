@@ -105,3 +105,5 @@ class Outbound:
     parts: int = 1
     protocol: dict[str, Any] | None = None
     """`ProtocolMessage.to_dict()` when the text carries a protocol block (cards, badges)."""
+    from_human: bool = False
+    """Shown on a person's behalf (their `/ask` as a protocol card), not a bot's message."""

@@ -27,6 +27,8 @@ from bridge.core.adapter import Adapter, PermanentSendError, SendError
 from bridge.core.binding import Binding
 from bridge.core.instance import acquire_lease
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
+from bridge.logs import set_log_context
+from bridge.metrics import BridgeMetrics
 from bridge.retry import Backoff
 from bridge.store.leases import Lease, LeaseStore
 from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore
@@ -143,7 +145,9 @@ class Outbox:
         lease_ttl: float = LANE_LEASE_TTL,
         linger: float = LANE_LINGER,
         orphan_scan: float = ORPHAN_SCAN,
+        metrics: BridgeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or BridgeMetrics()
         self.store = store
         self.message_map = message_map
         self.resolve = resolve
@@ -188,6 +192,7 @@ class Outbox:
             return False
         self._pending[item.id] = item.lane
         self._kick(item.lane)
+        self.metrics.queued(Lane.from_key(item.lane).channel, item.kind)
         return True
 
     def adopt(self, items: list[OutboxItem]) -> None:
@@ -258,6 +263,7 @@ class Outbox:
 
     async def _work(self, lane_key: str) -> None:
         wakeup = self._working[lane_key]
+        set_log_context(lane=lane_key)
         lease: Lease | None = None
         keeper: asyncio.Task[None] | None = None
         try:
@@ -328,6 +334,7 @@ class Outbox:
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
+            self.metrics.drop(lane.channel, "out", "unbound")
             return
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
@@ -354,6 +361,7 @@ class Outbox:
                 await self.on_sent(item, index, ref)
         if stream is not None and len(stream.message_ids) > len(item.parts):
             await self._drop_leftovers(lane, adapter, item, stream)
+        self.metrics.answered(lane.channel, item.inbound_at, self.clock())
 
     async def _drop_leftovers(
         self, lane: Lane, adapter: Adapter, item: OutboxItem, stream: StreamedMessages
@@ -438,6 +446,7 @@ class Outbox:
             part=index + 1,
             parts=len(item.parts),
             protocol=item.protocol,
+            from_human=item.from_human,
         )
 
     async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | _Failed:
@@ -452,9 +461,11 @@ class Outbox:
                 return await call()
             except PermanentSendError as exc:
                 log.error("outbox: %s refused an output for good: %s", lane.channel, exc)
+                self.metrics.drop(lane.channel, "out", "platform_refused")
                 return _FAILED
             except SendError as exc:
                 delay = backoff.next_delay(exc.retry_after)
+                self.metrics.retried(lane.channel)
                 log.warning(
                     "outbox: %s: %s; retrying in %.1fs", lane.channel, exc, delay
                 )
@@ -466,8 +477,10 @@ class Outbox:
                 # times (it may still be a passing fault) rather than block the lane forever.
                 if backoff.attempts >= UNCLASSIFIED_ATTEMPTS:
                     log.exception("outbox: %s keeps failing; giving up on an output", lane.channel)
+                    self.metrics.drop(lane.channel, "out", "failed")
                     return _FAILED
                 delay = backoff.next_delay()
+                self.metrics.retried(lane.channel)
                 log.warning(
                     "outbox: %s failed (%s: %s); retrying in %.1fs",
                     lane.channel, type(exc).__name__, exc, delay,

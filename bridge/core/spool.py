@@ -27,6 +27,7 @@ from bridge.core.binding import Binding
 from bridge.core.instance import acquire_lease
 from bridge.core.link import LinkClient
 from bridge.core.outbox import Lane
+from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.leases import Lease
 from bridge.store.relay import SpoolEntry
@@ -68,7 +69,9 @@ class InboundSpool:
         limit: int = DEFAULT_SPOOL_LIMIT,
         grace: float = BOT_GRACE,
         holder: str = "bcn-bridge",
+        metrics: BridgeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or BridgeMetrics()
         self.store = store
         self.link = link
         self.clock = clock
@@ -123,6 +126,7 @@ class InboundSpool:
                     return
             else:
                 await self.store.seen.add(key, self.clock())
+                self.metrics.accepted(lane.channel)
                 await self.on_accepted(lane, payload)
                 return
         await self._keep(lane, binding, params, key)
@@ -135,6 +139,7 @@ class InboundSpool:
                 "BCN unreachable and %d messages already wait; refusing message %s in %s",
                 self.limit, params.get("msg_id"), lane.key,
             )
+            self.metrics.drop(lane.channel, "in", "spool_full")
             await self.notify(
                 lane, binding,
                 f"⚠️ The bots are unreachable and {self.limit} messages are already waiting "
@@ -144,6 +149,8 @@ class InboundSpool:
         entry = SpoolEntry(lane.key, binding_key(binding), params, created_at=self.clock())
         if await self.store.spool.append(entry, once=key, now=self.clock()) is None:
             return  # accepted before (a platform redelivery)
+        self.metrics.accepted(lane.channel)
+        self.metrics.hold(lane.channel, "link_down")
         self._backlog = True
         self._wake.set()
         if lane.key not in self._told:
@@ -158,6 +165,7 @@ class InboundSpool:
         self, lane: Lane, binding: Binding, params: dict[str, Any], exc: BcnError
     ) -> None:
         log.error("the BCN refused message %s in %s: %s", params.get("msg_id"), lane.key, exc)
+        self.metrics.drop(lane.channel, "in", "bcn_refused")
         await self.notify(lane, binding, f"⚠️ The bots could not take this message: {exc}")
 
     # ------------------------------------------------------------------ draining

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -76,6 +76,9 @@ class RunTable:
         self._finished: OrderedDict[tuple[str, str], Run] = OrderedDict()
         self._pending: dict[str, dict[PendingSend, None]] = {}
         self._pending_by_session: dict[str, dict[PendingSend, None]] = {}
+        self.started = 0
+        self.ended: Counter[str] = Counter()
+        """Runs started and ended (by final state) since the hub started, for `/metrics`."""
 
     # ------------------------------------------------------------------ pending sends
     def sent(self, pending: PendingSend) -> None:
@@ -116,6 +119,7 @@ class RunTable:
                   pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time(),
                   task_id=pending.task_id)
         self._active[key] = run
+        self.started += 1
         return run
 
     def settle(self, bot_uuid: str) -> None:
@@ -155,7 +159,8 @@ class RunTable:
     def finish(self, run: Run, state: RunState) -> None:
         key = (run.bot_uuid, run.run_id)
         run.state = state
-        self._active.pop(key, None)
+        if self._active.pop(key, None) is not None:
+            self.ended[state] += 1
         self._finished[key] = run
         while len(self._finished) > FINISHED_RUNS_KEPT:
             self._finished.popitem(last=False)
