@@ -157,13 +157,14 @@ def log_format() -> str:
     return _format
 
 
-def announce(text: str, *, stream: TextIO | None = None) -> None:
-    """A line meant for the person at the terminal (a banner, a URL): printed as it is,
-    or as one JSON object when the logs are JSON, so the output stays one format."""
+def announce(text: str, *, stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """Lines meant for the person at the terminal (a banner, a URL, config errors): printed
+    as they are, or as one JSON object each when the logs are JSON, so every line of the
+    output is in one format."""
     out = stream or sys.stdout
     if _format == "json":
         for line in (part for part in text.splitlines() if part.strip()):
-            record = logging.LogRecord("bcn-bridge", logging.INFO, "", 0, line.strip(), (), None)
+            record = logging.LogRecord("bcn-bridge", level, "", 0, line.strip(), (), None)
             print(JsonFormatter().format(record), file=out, flush=True)
     else:
         print(text, file=out, flush=True)

@@ -25,6 +25,7 @@ from bridge.config.sections import (
     DEFAULT_STORE,
     BcnSection,
     CommandNames,
+    LogSection,
     WebSection,
     check_store_url,
 )
@@ -34,7 +35,7 @@ from bridge.hub.config import HubConfig
 
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-SECTIONS = ("hub", "bcn", "store", "web", "accounts", "bindings", "commands")
+SECTIONS = ("hub", "bcn", "store", "web", "log", "accounts", "bindings", "commands")
 
 AccountConfigs = dict[str, dict[str, SerializeAsAny[BaseModel]]]
 """`accounts[type][name]` -> the config model instance the adapter of `type` declares."""
@@ -53,6 +54,7 @@ class BridgeConfig(BaseModel):
         DEFAULT_STORE, description="Where state is kept: sqlite:///path.db or memory://."
     )
     web: WebSection = Field(default_factory=WebSection)
+    log: LogSection = Field(default_factory=LogSection)
     accounts: AccountConfigs = Field(
         default_factory=dict, description="Platform accounts by channel type, then by name."
     )

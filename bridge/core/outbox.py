@@ -361,6 +361,7 @@ class Outbox:
                 await self.on_sent(item, index, ref)
         if stream is not None and len(stream.message_ids) > len(item.parts):
             await self._drop_leftovers(lane, adapter, item, stream)
+        log.debug("outbox: delivered %s output %d from %s", item.kind, item.id, item.sender_label)
         self.metrics.answered(lane.channel, item.inbound_at, self.clock())
 
     async def _drop_leftovers(

@@ -45,7 +45,12 @@ MessageHandler = Callable[[IncomingMessage, Run], Awaitable[str | None]]
 ObserveHandler = Callable[[IncomingMessage], Awaitable[None]]
 """Sees one `chat.inject` (a message the bot should know about but not answer)."""
 
-_FATAL_CODES = frozenset({ErrorCode.UNSUPPORTED_PROTOCOL_VERSION})
+_FATAL_CODES = frozenset({
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorCode.INVALID_REQUEST,  # e.g. the name is taken: asking again cannot change that
+    ErrorCode.BOT_ID_CONFLICT,
+})
+"""`bot.connect` refusals that are final: the bot stops with the reason instead of retrying."""
 _ERROR_TEXT_LIMIT = 200
 
 
