@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "bridge.cli.demo",
     "bridge.cli.run",
+    "bridge.cli.doctor",
     "bridge.cli.config",
     "bridge.cli.protocol",
     "bridge.cli.conversations",
