@@ -1,4 +1,4 @@
-"""The adapter interface: a few verbs plus a capability record (mautrix-style).
+"""The adapter interface: a few verbs plus a capability record.
 
 Optional abilities (editing, deleting, typing indicators) are capability flags, not
 subclasses; the core asks `capabilities` before it calls them.

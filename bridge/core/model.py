@@ -1,8 +1,8 @@
 """The normalized messages that cross the boundary between an adapter and the core.
 
-`Inbound` and `Outbound` are the only things adapters and the core exchange
-(matterbridge-style): an adapter turns platform events into `Inbound`s and `Outbound`s
-into platform API calls, and nothing else.
+`Inbound` and `Outbound` are the only things adapters and the core exchange: an adapter
+turns platform events into `Inbound`s and `Outbound`s into platform API calls, and nothing
+else.
 """
 
 from __future__ import annotations

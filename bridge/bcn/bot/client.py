@@ -1,6 +1,6 @@
-"""`Bot`: a `/ws/bot` client (seed 000) that lets a bot author write only the handler.
+"""`Bot`: a `/ws/bot` client that lets a bot author write only the handler.
 
-The SDK does everything the seed asks of an engine: the `bot.connect` handshake with a
+The SDK does everything BCN asks of an engine: the `bot.connect` handshake with a
 persisted token, `env`, the deprecation notice, `bot.status` heartbeats, reconnecting with
 backoff, ACKing `chat.send` at once and running each answer in its own task, `chat.abort` of
 exactly one run, `chat.history` from its own store, and `chat.inject` observation.
@@ -344,7 +344,7 @@ class Bot:
         )
 
     def _apply_env(self, env: Any) -> None:
-        """Export the BCN's env for tools the bot runs (seed §4.2); values are never logged."""
+        """Export the BCN's env for tools the bot runs; values are never logged."""
         if not self.apply_env or not isinstance(env, dict):
             return
         applied = []
@@ -468,7 +468,7 @@ class Bot:
                             session_id=run.bcs_group_id)
 
     async def _abort(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Cancel exactly one run and answer once it has stopped (seed §5.3)."""
+        """Cancel exactly one run and answer once it has stopped."""
         run_id = params.get("run_id")
         session_key = params.get("session_key")
         if not isinstance(run_id, str) or not run_id:
