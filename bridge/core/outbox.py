@@ -267,6 +267,11 @@ class Outbox:
         lease: Lease | None = None
         keeper: asyncio.Task[None] | None = None
         try:
+            if self.resolve(Lane.from_key(lane_key)) is None:
+                # Not an account of this instance (one serves the webchat, say): leave the
+                # lane to the instance that has it instead of taking it and dropping its items.
+                self._forget([i for i, lane in self._pending.items() if lane == lane_key])
+                return
             lease = await self._acquire(lane_key)
             if lease is None:
                 # Another instance sends this lane; it reads our items from the store.

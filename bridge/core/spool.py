@@ -38,6 +38,9 @@ DEFAULT_SPOOL_LIMIT = 10_000
 DRAIN_BATCH = 100
 SPOOL_LEASE = 60.0
 """A drain that dies mid-way (kill -9) hands the spool over after this long (at most)."""
+UNBOUND_GRACE = 3600.0
+"""Seconds a kept message whose binding this instance lacks is left for an instance that has
+it (a webchat served by one instance) before it counts as unbound and is dropped."""
 BOT_GRACE = 15.0
 """Seconds after the link comes back that kept messages wait for their group's bots."""
 
@@ -213,12 +216,19 @@ class InboundSpool:
                     return sent
                 sent += 1
 
+    def _abandoned(self, entry: SpoolEntry) -> bool:
+        """Kept so long for a binding this instance lacks that no instance can have it."""
+        created = entry.created_at
+        return created is None or (self.clock() - created).total_seconds() > UNBOUND_GRACE
+
     async def _send(self, entry: SpoolEntry) -> bool:
         """True when the entry is done with (delivered or given up), False if the link is
         down again (the entry stays, first in line)."""
         lane = Lane.from_key(entry.lane)
         binding = self.find_binding(entry.binding)
         binding_id = self.link.binding_id(binding) if binding is not None else None
+        if binding is None and not self._abandoned(entry):
+            return False  # bound on another instance (the webchat's, say): it sends this one
         if binding is None or binding_id is None:
             log.error("spool: %s is no longer bound; dropping message %s kept for it",
                       entry.binding, entry.params.get("msg_id"))

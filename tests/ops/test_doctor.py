@@ -154,7 +154,7 @@ async def test_an_invalid_config_lists_every_problem_and_stops_there(tmp_path: P
     code, lines = await doctor(config)
 
     assert code == 1
-    assert lines[0].startswith("✗ config") and "2 problem(s)" in lines[0]
+    assert lines[0].startswith("✗ config") and "3 problem(s)" in lines[0]  # bcn.url too
     assert any("store" in line for line in lines[1:]) and any("web.listen" in line
                                                               for line in lines[1:])
     assert not any("store " in line and "opened" in line for line in lines)

@@ -143,6 +143,7 @@ def test_every_environment_variable_of_the_examples_is_documented() -> None:
         for path in files
         for name in re.findall(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", path.read_text(encoding="utf-8"))
     }
+    needed.discard("VAR")  # how the examples spell the syntax itself
     assert {"BCN_LINK_TOKEN", "TELEGRAM_BOT_TOKEN", "HOSTNAME"} <= needed
     missing = sorted(name for name in needed if f"`{name}`" not in operations)
     assert missing == [], f"docs/operations.md does not list {missing}"
