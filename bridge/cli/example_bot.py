@@ -51,7 +51,8 @@ def run_example_bot(args: argparse.Namespace) -> int:
     from bridge.bcn.examples.rules_bot import build_rules_bot
     from bridge.logs import announce, setup_logging
 
-    setup_logging(args.log_level or "INFO", args.log_format or "text")
+    if args.log_format:  # so that even a usage error is logged in that format
+        setup_logging(args.log_level or "INFO", args.log_format)
     if args.protocol_version < 1 or args.heartbeat <= 0 or args.word_delay < 0:
         announce("--protocol-version must be >= 1, --heartbeat > 0 and --word-delay >= 0",
                  stream=sys.stderr, level=logging.ERROR)
@@ -76,6 +77,7 @@ def run_example_bot(args: argparse.Namespace) -> int:
     except ValueError as exc:
         announce(f"example-bot: {exc}", stream=sys.stderr, level=logging.ERROR)
         return EXIT_USAGE
+    setup_logging(args.log_level or "INFO", args.log_format or "text")
     return asyncio.run(_run(bot, has_token_file=args.token_file is not None))
 
 

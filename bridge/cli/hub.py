@@ -39,7 +39,8 @@ def run(args: argparse.Namespace) -> int:
     from bridge.listen import parse_listen
     from bridge.logs import announce, setup_logging
 
-    setup_logging(args.log_level or "INFO", args.log_format or "text")
+    if args.log_format:  # so that even a config error is logged in that format
+        setup_logging(args.log_level or "INFO", args.log_format)
     try:
         config = load_section(args.config, "hub", HubConfig)
         logs = _log_section(args.config, LogSection)
