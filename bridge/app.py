@@ -18,9 +18,11 @@ from bridge.core import registry
 from bridge.core.adapter import Adapter
 from bridge.core.link import LinkSettings
 from bridge.core.relay import Relay, utc_now
+from bridge.metrics import BridgeMetrics, version_info
 from bridge.store import open_store
 from bridge.store.base import Store
 from bridge.web.server import WebServer
+from bridge.web.status import BridgeStatus
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +45,9 @@ class BridgeApp:
         self.web: WebServer | None = None
         self.relay: Relay | None = None
         self.adapters: list[Adapter] = []
+        self.metrics = BridgeMetrics()
+        """This bridge's own registry (`GET /metrics` on the web server)."""
+        self.status = BridgeStatus(self.metrics)
 
     @property
     def bcn_url(self) -> str:
@@ -84,10 +89,14 @@ class BridgeApp:
             commands=config.commands,
             sweep_interval=self.sweep_interval,
             spool_limit=config.bcn.spool_limit,
+            metrics=self.metrics,
             **self.relay_options,
         )
+        version_info(self.metrics, self.relay.instance)
+        self.status.relay = self.relay
         if config.web.enabled:
             self.web = WebServer(config.web.listen, client_max_size=config.web.max_request_bytes)
+            self.status.mount(self.web)
         for channel_type, accounts in config.accounts.items():
             adapter_cls = registry.adapter_class(channel_type)
             for name, account_config in accounts.items():
@@ -120,6 +129,7 @@ class BridgeApp:
         """Stop everything that was started, in reverse; calling it twice is harmless."""
         relay, web, store, hub = self.relay, self.web, self.store, self.hub
         self.relay = self.web = self.store = self.hub = None
+        self.status.relay = None
         if relay is not None:
             await relay.stop()
         if web is not None:

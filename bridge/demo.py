@@ -17,14 +17,17 @@ DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
 
 
 def demo_config(data_dir: Path, *, web_port: int = 8080, hub_port: int = 0) -> BridgeConfig:
-    """The demo file, with its ports and state moved to where this run wants them."""
+    """The demo file, with its ports and state moved to where this run wants them: the same
+    file names as demo.yaml gives (`demo.db`, `hub/`), in `data_dir` instead of `./data`."""
     config = load_config(DEMO_CONFIG, environ={})
     assert config.hub is not None
+    store_file = Path(config.store.removeprefix("sqlite:///")).name
     return config.model_copy(update={
         "hub": config.hub.model_copy(
-            update={"listen": f"127.0.0.1:{hub_port}", "data_dir": data_dir / "hub"}
+            update={"listen": f"127.0.0.1:{hub_port}",
+                    "data_dir": data_dir / Path(config.hub.data_dir).name}
         ),
-        "store": f"sqlite:///{data_dir / 'bridge.db'}",
+        "store": f"sqlite:///{data_dir / store_file}",
         "web": config.web.model_copy(update={"listen": f"127.0.0.1:{web_port}"}),
     })
 

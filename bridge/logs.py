@@ -9,12 +9,19 @@ loggers, so the masking holds whichever handler (pytest's, an embedding app's) p
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any, TextIO
 
 REDACTED = "<redacted>"
+LOG_FORMATS = ("text", "json")
 
 
 class SecretRedactor(logging.Filter):
@@ -80,14 +87,111 @@ def protect_loggers(prefixes: Iterable[str]) -> None:
             logger.addFilter(REDACTOR)
 
 
-def setup_logging(level: str = "INFO") -> None:
+_CONTEXT: ContextVar[Mapping[str, str]] = ContextVar(
+    "bcn_bridge_log_context", default=MappingProxyType({})
+)
+"""Ids of the message being handled now (chat, binding, message, run, lane)."""
+
+_STANDARD_FIELDS = frozenset(vars(logging.LogRecord("", 0, "", 0, "", (), None))) | {
+    "message", "asctime", "taskName",
+}
+
+
+@contextmanager
+def log_context(**fields: Any) -> Iterator[None]:
+    """Every log line written inside the block carries these ids (None values are left out),
+    so the lines of one message's path can be found together in JSON logs."""
+    token = _CONTEXT.set({**_CONTEXT.get(), **_strings(fields)})
+    try:
+        yield
+    finally:
+        _CONTEXT.reset(token)
+
+
+def set_log_context(**fields: Any) -> None:
+    """`log_context` for the rest of the current task (a worker that serves one chat)."""
+    _CONTEXT.set({**_CONTEXT.get(), **_strings(fields)})
+
+
+def _strings(fields: dict[str, Any]) -> dict[str, str]:
+    return {key: str(value) for key, value in fields.items() if value is not None}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, the message-path ids of
+    `log_context` and any `extra=` fields, and the traceback as one string — every string
+    passed through the redactor, so a secret cannot reach the log this way either."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": redact(record.getMessage()),
+        }
+        for key, value in {**_CONTEXT.get(), **_extras(record)}.items():
+            line.setdefault(key, redact(value) if isinstance(value, str) else _plain(value))
+        if record.exc_info and record.exc_info[1] is not None:
+            line["exception"] = redact(record.exc_text or self.formatException(record.exc_info))
+        elif record.exc_text:
+            line["exception"] = redact(record.exc_text)
+        return json.dumps(line, ensure_ascii=False)
+
+
+def _extras(record: logging.LogRecord) -> dict[str, Any]:
+    return {k: v for k, v in vars(record).items() if k not in _STANDARD_FIELDS}
+
+
+def _plain(value: Any) -> Any:
+    """A value `json.dumps` takes as it is, or its redacted text."""
+    if value is None or isinstance(value, bool | int | float):
+        return value
+    return redact(str(value))
+
+
+_format = "text"
+
+
+def log_format() -> str:
+    """The format `setup_logging` chose for this process ("text" or "json")."""
+    return _format
+
+
+def announce(text: str, *, stream: TextIO | None = None, level: int = logging.INFO) -> None:
+    """Lines meant for the person at the terminal (a banner, a URL, config errors): printed
+    as they are, or as one JSON object each when the logs are JSON, so every line of the
+    output is in one format."""
+    out = stream or sys.stdout
+    if _format == "json":
+        for line in (part for part in text.splitlines() if part.strip()):
+            record = logging.LogRecord("bcn-bridge", level, "", 0, line.strip(), (), None)
+            print(JsonFormatter().format(record), file=out, flush=True)
+    else:
+        print(text, file=out, flush=True)
+
+
+def setup_logging(level: str = "INFO", fmt: str = "text") -> None:
+    """Log to stderr in `fmt` ("text" for people, "json" for log collectors), secrets masked."""
+    global _format
+    if fmt not in LOG_FORMATS:
+        raise ValueError(f"log format must be one of {', '.join(LOG_FORMATS)}, got {fmt!r}")
+    _format = fmt
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
-    )
+    if fmt == "json":
+        handler.setFormatter(JsonFormatter())
+        logging.captureWarnings(True)  # warnings.warn lines would be plain text on stderr
+        sys.excepthook = _log_uncaught
+    else:
+        handler.setFormatter(
+            logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
+        )
     handler.addFilter(REDACTOR)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
     for noisy in ("aiohttp.access", "httpx", "telegram.ext", "hpack"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+
+
+def _log_uncaught(kind: type[BaseException], exc: BaseException, tb: Any) -> None:
+    logging.getLogger("bcn-bridge").critical("uncaught exception", exc_info=(kind, exc, tb))

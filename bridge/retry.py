@@ -1,7 +1,7 @@
 """Exponential backoff with jitter, written once.
 
 The link client, the bot SDK, the outbox and the platform adapters all retry with this,
-so that reconnect storms are spread out the same way everywhere (errbot-style: the base
+so that reconnect storms are spread out the same way everywhere (written once, in the base
 owns reconnecting, the parts only say what to retry).
 """
 

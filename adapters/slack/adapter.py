@@ -60,7 +60,7 @@ from adapters.slack.redaction import protect_secrets
 from adapters.slack.socket_mode import SocketConnection
 from adapters.slack.startup import Identity, identify, scope_warnings
 from bridge.background import Background
-from bridge.core.adapter import Adapter, Capabilities, InboundSink
+from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
 
@@ -172,6 +172,18 @@ class SlackAdapter(Adapter):
             self.account, identity.name, identity.user_id, identity.bot_id, identity.team,
             identity.team_id, settings.mode,
         )
+
+    async def diagnose(self) -> list[Diagnosis]:
+        from adapters.slack.doctor import diagnose
+
+        return await diagnose(self.account, self.settings)
+
+    def health(self) -> str | None:
+        socket = self._socket
+        if socket is not None and socket.health.failures:
+            failures = socket.health.failures
+            return f"the Socket Mode connection is down ({failures} failed attempt(s))"
+        return super().health()
 
     async def stop(self) -> None:
         self._app = None

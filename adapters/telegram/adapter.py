@@ -36,7 +36,7 @@ from adapters.telegram.puppets import PuppetBots
 from adapters.telegram.redaction import protect_tokens, redact
 from adapters.telegram.startup import privacy_warning, register_commands
 from adapters.telegram.webhook import BadUpdate, WebhookRoute
-from bridge.core.adapter import Adapter, Capabilities, InboundSink
+from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
 
@@ -146,6 +146,17 @@ class TelegramAdapter(Adapter):
             await self._poll_lease.start()
         else:
             await self._register_webhook(bot)
+
+    async def diagnose(self) -> list[Diagnosis]:
+        from adapters.telegram.doctor import diagnose
+
+        return await diagnose(self.account, self.settings)
+
+    def health(self) -> str | None:
+        if self._health.in_outage:
+            return (f"polling the Bot API fails ({self._health.failures} attempt(s) in a row); "
+                    "retrying")
+        return super().health()
 
     async def _start_polling(self) -> None:
         """This instance holds the poll lease: relay what a dead poller left, then poll."""

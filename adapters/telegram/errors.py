@@ -79,4 +79,6 @@ def start_error(exc: TelegramError, account: str) -> TelegramStartError:
         )
     return TelegramStartError(
         f"telegram:{account} could not reach the Bot API: {redact(f'{type(exc).__name__}: {exc}')}"
+        f"; check the network and any HTTPS proxy, or accounts.telegram.{account}.api_base_url,"
+        " then start again (an orchestrator restarts it for you)"
     )

@@ -50,6 +50,15 @@ def mentioned_names(text: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+def panel_item(item: dict[str, Any]) -> dict[str, Any]:
+    """A request as the page's panel reads it: `depth` as `{current, max}` (the core's
+    conversation records keep it as a pair)."""
+    depth = item.get("depth")
+    if isinstance(depth, list | tuple) and len(depth) == 2:
+        return {**item, "depth": {"current": depth[0], "max": depth[1]}}
+    return item
+
+
 class WebchatAdapter(Adapter):
     """One webchat account. Its routes are mounted on the bridge's `WebServer` at construction.
 
@@ -141,7 +150,7 @@ class WebchatAdapter(Adapter):
         if not self.config.allows_room(chat_id):
             raise PermanentSendError(f"webchat {self.account!r} has no room {chat_id!r}")
         try:
-            await self.chat.set_requests(chat_id, requests)
+            await self.chat.set_requests(chat_id, [panel_item(item) for item in requests])
         except TooManyRooms as error:
             raise PermanentSendError(str(error)) from None
 
@@ -155,7 +164,7 @@ class WebchatAdapter(Adapter):
             room=room,
             kind=kind,
             sender_name=out.sender_label or "bridge",
-            is_bot=kind != "system",
+            is_bot=kind != "system" and not out.from_human,
             html=out.text,
             protocol=out.protocol,
             run_id=out.run_id,

@@ -158,9 +158,11 @@ class Webchat:
         await room.broadcast({"type": "message", "message": message.to_json()})
 
     async def replace(self, message: ChatMessage) -> None:
-        """Replace a shown message in place (a streaming reply's next version)."""
+        """Replace a shown message in place: a streaming reply's next version, or a finished
+        message changed afterwards — only that counts as edited (a stream is not an edit)."""
         room = self.rooms.open(message.room)
-        message.edited = True
+        previous = room.find(message.id)
+        message.edited = previous is not None and (previous.kind == "final" or previous.edited)
         room.remember(message)
         await room.broadcast({"type": "update", "message": message.to_json()})
 

@@ -1,4 +1,4 @@
-"""The error codes of the BCN wire protocol (seed 000 §3.3), shared by both ends."""
+"""The error codes of the BCN wire protocol, shared by both ends."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ class ErrorCode(StrEnum):
     UNKNOWN_TOOL = "unknown_tool"
     INTERNAL_ERROR = "internal_error"
     UNSUPPORTED_PROTOCOL_VERSION = "unsupported_protocol_version"
-    # Codes the BCN server answers beyond the seed's table (its bot WebSocket dispatcher).
+    # Codes the BCN server answers beyond the core codes (its bot WebSocket dispatcher).
     ALREADY_CONNECTED = "already_connected"
     BOT_ID_CONFLICT = "bot_id_conflict"
     GROUP_NOT_FOUND = "group_not_found"

@@ -1,6 +1,6 @@
 """Frame shapes of the BCN wire protocol: `req`, `res` and `event` JSON text frames.
 
-Both `/ws/bot` (seed 000 §3.2) and `/ws/channel` (CHANNEL_LINK.md) use these. Decoding is
+Both `/ws/bot` and `/ws/channel` (the channel link) use these. Decoding is
 strict about what a receiver needs to act on and lenient about everything else: unknown
 fields are ignored so that newer peers stay compatible.
 """
@@ -103,5 +103,5 @@ def decode_frame(text: str | bytes) -> Frame:
             raise MalformedFrame("event 'payload' must be an object")
         return Event(name, payload, seq if isinstance(seq, int) else None)
     # Without a known type the id cannot be trusted to be a request id of the peer's:
-    # the answer carries `id: null` (CHANNEL_LINK.md, "Transport and frames").
+    # the answer carries `id: null` (the channel link's transport rules).
     raise MalformedFrame("frame needs 'type' of req, res or event")

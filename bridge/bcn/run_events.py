@@ -1,6 +1,6 @@
 """Run events, the bot → BCN replies, in both wire forms: parsed (hub) and built (SDK).
 
-- v1/v2: `chat.event` {`run_id`, `bcs_group_id`, `state`, `message`} (seed 000 §6). Streamed
+- v1/v2: `chat.event` {`run_id`, `bcs_group_id`, `state`, `message`}. Streamed
   pieces may come as `delta_text` without a `message` (the BCN server's own clients do
   that), errors as `errorMessage`/`errorCode`; a legacy `agent` event with
   `stream: "error"` ends its run.
@@ -64,7 +64,7 @@ def content_text(content: Any) -> str:
 
 
 def message_text(message: Any) -> str:
-    """The text of a seed-style `message` object; '' for anything else."""
+    """The text of a v1/v2 `message` object; '' for anything else."""
     return content_text(message.get("content")) if isinstance(message, dict) else ""
 
 

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 COMMAND_MODULES: tuple[str, ...] = (
     "bridge.cli.demo",
     "bridge.cli.run",
+    "bridge.cli.doctor",
     "bridge.cli.config",
     "bridge.cli.protocol",
     "bridge.cli.conversations",
@@ -26,10 +27,21 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
+def platforms() -> str:
+    """The platforms this build has adapters for, from the registry: help never promises
+    one that is not there."""
+    from bridge.core.registry import ADAPTERS
+
+    names = sorted(kind.capitalize() for kind in ADAPTERS if kind != "webchat")
+    if "webchat" in ADAPTERS:
+        names.append("the built-in webchat")
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="bcn-bridge",
-        description="Bridge BCN bots into Discord, Slack, Telegram and webchat.",
+        description=f"Bridge BCN bots into {platforms()}.",
     )
     from bridge import __version__
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge import event_loop
+from bridge.cli.run import add_log_options
 
 
 def register(subparsers: Any) -> None:
@@ -17,16 +18,16 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=8080, help="webchat port (default 8080)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep state here (default: a temporary directory)")
-    parser.add_argument("--log-level", default="INFO")
+    add_log_options(parser)
     parser.set_defaults(handler=demo_command)
 
 
 def demo_command(args: argparse.Namespace) -> int:
     from bridge.cli.run import serve
     from bridge.demo import DEMO_ROOM, demo_config, start_demo_bots
-    from bridge.logs import setup_logging
+    from bridge.logs import announce, setup_logging
 
-    setup_logging(args.log_level)
+    setup_logging(args.log_level or "INFO", args.log_format or "text")
     with tempfile.TemporaryDirectory(prefix="bcn-bridge-demo-") as scratch:
         data_dir = args.data_dir or Path(scratch)
         config = demo_config(data_dir, web_port=args.port)
@@ -36,8 +37,7 @@ def demo_command(args: argparse.Namespace) -> int:
 
         def ready(app: Any) -> None:
             url = f"{app.web.url}/?room={DEMO_ROOM}"
-            print(f"\n  bcn-bridge demo is running: open {url}\n"
-                  f"  (bots Echo and Rules; try: /ask Rules what is 6*7)   Ctrl-C to stop\n",
-                  flush=True)
+            announce(f"\n  bcn-bridge demo is running: open {url}\n"
+                     f"  (bots Echo and Rules; try: /ask Rules what is 6*7)   Ctrl-C to stop\n")
 
         return event_loop.run(serve(config, companions=bots, on_ready=ready))

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from bridge import event_loop
+from bridge.cli.run import add_log_options
 from bridge.retry import Backoff
 
 if TYPE_CHECKING:
@@ -22,7 +23,6 @@ if TYPE_CHECKING:
 BOT_KINDS = ("echo", "rules")
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def register(subparsers: Any) -> None:
@@ -42,8 +42,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--heartbeat", type=float, default=60.0,
                         help="seconds between bot.status heartbeats (default 60)")
     parser.add_argument("--history-file", help="keep chat.history in this JSON file")
-    parser.add_argument("--log-level", default="INFO",
-                        choices=("DEBUG", "INFO", "WARNING", "ERROR"), help="default INFO")
+    add_log_options(parser)
     parser.set_defaults(handler=run_example_bot)
 
 
@@ -51,11 +50,13 @@ def run_example_bot(args: argparse.Namespace) -> int:
     from bridge.bcn.bot import HistoryStore
     from bridge.bcn.examples.echo import build_echo_bot
     from bridge.bcn.examples.rules_bot import build_rules_bot
+    from bridge.logs import announce, setup_logging
 
-    logging.basicConfig(level=args.log_level, format=LOG_FORMAT)
+    if args.log_format:  # so that even a usage error is logged in that format
+        setup_logging(args.log_level or "INFO", args.log_format)
     if args.protocol_version < 1 or args.heartbeat <= 0 or args.word_delay < 0:
-        print("--protocol-version must be >= 1, --heartbeat > 0 and --word-delay >= 0",
-              file=sys.stderr)
+        announce("--protocol-version must be >= 1, --heartbeat > 0 and --word-delay >= 0",
+                 stream=sys.stderr, level=logging.ERROR)
         return EXIT_USAGE
     options: dict[str, Any] = {
         "token_file": args.token_file,
@@ -75,14 +76,16 @@ def run_example_bot(args: argparse.Namespace) -> int:
         else:
             bot = build_rules_bot(args.url, **options)
     except ValueError as exc:
-        print(f"example-bot: {exc}", file=sys.stderr)
+        announce(f"example-bot: {exc}", stream=sys.stderr, level=logging.ERROR)
         return EXIT_USAGE
-    return event_loop.run(_run(bot))
+    setup_logging(args.log_level or "INFO", args.log_format or "text")
+    return event_loop.run(_run(bot, has_token_file=args.token_file is not None))
 
 
-async def _run(bot: Bot) -> int:
-    """Run until BCN refuses the bot or SIGTERM/SIGINT asks for an orderly stop."""
+async def _run(bot: Bot, *, has_token_file: bool) -> int:
+    """Run until BCN refuses the bot for good or SIGTERM/SIGINT asks for an orderly stop."""
     from bridge.bcn import BcnError
+    from bridge.logs import announce
 
     loop = asyncio.get_running_loop()
     stopping: set[asyncio.Task[None]] = set()
@@ -91,7 +94,12 @@ async def _run(bot: Bot) -> int:
     try:
         await bot.run()
     except BcnError as exc:
-        print(f"example-bot: BCN refused the bot: {exc}", file=sys.stderr)
+        hint = "" if has_token_file else (
+            " (run it with --token-file FILE, so that it reconnects as the same bot next "
+            "time, or pick another --name)"
+        )
+        announce(f"example-bot: BCN refused the bot: {exc.message}{hint}",
+                 stream=sys.stderr, level=logging.ERROR)
         return EXIT_REFUSED
     finally:
         if stopping:

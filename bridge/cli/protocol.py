@@ -23,6 +23,7 @@ from bridge.protocol import (
     parse,
 )
 from bridge.protocol.depth import parse_depth
+from bridge.protocol.locate import locate_block
 
 # Each message type: its builder and the options (besides --depth) that make sense for it.
 _BUILDS: dict[str, tuple[Callable[..., str], tuple[str, ...]]] = {
@@ -50,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     actions = parser.add_subparsers(dest="protocol_action", metavar="ACTION", required=True)
 
     parse_parser = actions.add_parser(
-        "parse", help="read text on stdin, print the message as JSON (or null)"
+        "parse", help="read text on stdin, print the message as JSON (null and exit 1 "
+        "when there is none)"
     )
     parse_parser.set_defaults(handler=_parse_command)
 
@@ -72,10 +74,37 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _parse_command(args: argparse.Namespace) -> int:
-    message = parse(_read_stdin())
+    """The message as JSON; for text that holds none, `null`, the reason on stderr, exit 1."""
+    text = _read_stdin()
+    message = parse(text)
     document = None if message is None else message.to_dict()
     print(json.dumps(document, ensure_ascii=False))
+    if message is None:
+        print(f"bcn-bridge protocol parse: {why_not_protocol(text)}", file=sys.stderr)
+        return 1
     return 0
+
+
+_NEEDS = {
+    "REQUEST": "From, RequestId and Task",
+    "HANDOFF": "From, RequestId and Task",
+    "RESPONSE": "From, RequestId and Result or Status",
+    "CLARIFY": "From, RequestId and Question",
+    "BROADCAST": "From and Message",
+}
+
+
+def why_not_protocol(text: str) -> str:
+    """Why `parse` found no message in `text`, in a sentence a script author can act on."""
+    block = locate_block(text)
+    if block is None:
+        return ("no protocol message in the text: one starts with a header line such as "
+                "[REQUEST → @Bot], usually inside a ``` fence")
+    kind = block.type_name
+    if kind not in _NEEDS:
+        return f"[{kind} → …] is not a message type; the types are {', '.join(_NEEDS)}"
+    return (f"the [{kind} → @{block.target}] block is incomplete or has an invalid value: "
+            f"a {kind} needs {_NEEDS[kind]}")
 
 
 def _build_command(args: argparse.Namespace) -> int:

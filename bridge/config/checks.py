@@ -6,7 +6,7 @@ Each rule returns the key path it is about, so the loader can point at the exact
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from bridge.config.errors import Loc
@@ -14,32 +14,46 @@ from bridge.config.messages import did_you_mean
 
 if TYPE_CHECKING:
     from bridge.config.schema import BridgeConfig
+    from bridge.core.binding import Binding
 
 Problem = tuple[Loc, str]
 
 
+Indexed = Sequence[tuple[int, "Binding"]]
+"""Bindings with their index in the file (the valid ones, when some are not)."""
+
+
 def cross_section_problems(
-    config: BridgeConfig, declared_accounts: Mapping[str, Collection[str]] | None = None
+    config: BridgeConfig,
+    declared_accounts: Mapping[str, Collection[str]] | None = None,
+    *,
+    bindings: Indexed | None = None,
+    hub_written: bool | None = None,
 ) -> list[Problem]:
     """Everything wrong between sections; `declared_accounts` defaults to the config's own.
 
     The loader passes the accounts written in the file, including those it could not
-    validate, so a binding to such an account is not reported a second time.
+    validate, so a binding to such an account is not reported a second time. When other
+    sections are invalid it passes the bindings that are valid (`bindings`) and whether the
+    file has a `hub:` section at all (`hub_written`; `config.hub` is None when it is invalid),
+    so every rule that can still be checked is reported in the same pass.
     """
     if declared_accounts is None:
         declared_accounts = {kind: list(names) for kind, names in config.accounts.items()}
+    indexed = list(enumerate(config.bindings)) if bindings is None else list(bindings)
+    hub_written = config.hub is not None if hub_written is None else hub_written
     return [
-        *_bcn_problems(config),
-        *_binding_account_problems(config, declared_accounts),
-        *_binding_group_problems(config),
-        *_duplicate_binding_problems(config),
+        *_bcn_problems(config, hub_written),
+        *_binding_account_problems(indexed, declared_accounts),
+        *_binding_group_problems(config, indexed),
+        *_duplicate_binding_problems(indexed),
     ]
 
 
-def _bcn_problems(config: BridgeConfig) -> list[Problem]:
+def _bcn_problems(config: BridgeConfig, hub_written: bool) -> list[Problem]:
     bcn = config.bcn
     if bcn.embedded:
-        if config.hub is None:
+        if not hub_written:
             return [
                 (
                     ("bcn", "url"),
@@ -54,11 +68,11 @@ def _bcn_problems(config: BridgeConfig) -> list[Problem]:
 
 
 def _binding_account_problems(
-    config: BridgeConfig, declared: Mapping[str, Collection[str]]
+    indexed: Indexed, declared: Mapping[str, Collection[str]]
 ) -> list[Problem]:
     configured = sorted(f"{kind}:{name}" for kind, names in declared.items() for name in names)
     problems: list[Problem] = []
-    for index, binding in enumerate(config.bindings):
+    for index, binding in indexed:
         if binding.account in declared.get(binding.channel_type, ()):
             continue
         message = (
@@ -71,13 +85,13 @@ def _binding_account_problems(
     return problems
 
 
-def _binding_group_problems(config: BridgeConfig) -> list[Problem]:
+def _binding_group_problems(config: BridgeConfig, indexed: Indexed) -> list[Problem]:
     """With the embedded hub the groups are known here; a remote BCN checks its own."""
     if not config.bcn.embedded or config.hub is None:
         return []
     groups = [group.id for group in config.hub.groups]
     problems: list[Problem] = []
-    for index, binding in enumerate(config.bindings):
+    for index, binding in indexed:
         if binding.group in groups:
             continue
         message = f"unknown group '{binding.group}'" + did_you_mean(binding.group, groups)
@@ -88,10 +102,10 @@ def _binding_group_problems(config: BridgeConfig) -> list[Problem]:
     return problems
 
 
-def _duplicate_binding_problems(config: BridgeConfig) -> list[Problem]:
+def _duplicate_binding_problems(indexed: Indexed) -> list[Problem]:
     first: dict[tuple[str, str, str | None], int] = {}
     problems: list[Problem] = []
-    for index, binding in enumerate(config.bindings):
+    for index, binding in indexed:
         key = (binding.channel, binding.chat, binding.thread)
         if key in first:
             where = f"thread '{binding.thread}' of " if binding.thread is not None else ""

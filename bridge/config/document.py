@@ -88,13 +88,48 @@ def parse_document(text: str, file: str = "<config>") -> Document:
     return doc
 
 
+_PLAIN_WORDS: tuple[tuple[str, str], ...] = (
+    ("found character '\\t'", "a tab: YAML indents with spaces only"),
+    ("mapping values are not allowed",
+     "a ':' where no new key can start: is this line indented too far, or does a value "
+     "hold ': '? (then quote it)"),
+    ("could not find expected ':'",
+     "a line that is neither 'key: value' nor '- item': is a ':' missing, or a long value "
+     "not quoted?"),
+    ("found unexpected end of stream", "the file ends inside a quoted value: a quote is "
+     "not closed"),
+    ("expected <block end>, but found", "the indentation does not match the lines above: "
+     "line keys and list items up under the one they belong to"),
+    ("did not find expected key", "the indentation does not match the lines above: line "
+     "keys up under the one they belong to"),
+    ("did not find expected '-' indicator", "a list item without '- ', or indented like one"),
+    ("expected ',' or ']'", "a [list] that is not closed, or an item with ':' in it (quote it)"),
+    ("expected ',' or '}'", "a {mapping} that is not closed, or a value with ':' (quote it)"),
+    ("found undefined alias", "an *alias with no &anchor of that name above it"),
+    ("found unknown escape character", "a backslash escape YAML does not know inside "
+     "\"double quotes\" (use 'single quotes' for Windows paths)"),
+    ("while scanning a simple key", "a key that runs over the end of the line: is a ':' "
+     "missing?"),
+)
+"""PyYAML's wording → what to look for, in plain words; the original follows in brackets."""
+
+
 def _syntax_error(file: str, exc: yaml.MarkedYAMLError) -> ConfigError:
     mark = exc.problem_mark or exc.context_mark
     line = mark.line + 1 if mark is not None else None
+    column = mark.column + 1 if mark is not None else None
     problem = exc.problem or exc.context or "invalid YAML"
     if exc.context and exc.problem:
         problem = f"{exc.problem} ({exc.context})"
-    return ConfigError.single(file, f"YAML syntax error: {problem}", line=line)
+    said = " ".join(filter(None, [exc.problem, exc.context]))
+    plain = next((words for pattern, words in _PLAIN_WORDS if pattern in said), None)
+    if plain is not None:
+        opened = exc.context_mark
+        spans = exc.context is not None and ("quoted" in exc.context or "flow" in exc.context)
+        if spans and opened is not None and mark is not None and opened.line != mark.line:
+            plain += f" (opened on line {opened.line + 1})"
+        problem = f"{plain} [{problem}]"
+    return ConfigError.single(file, f"YAML syntax error: {problem}", line=line, column=column)
 
 
 class _NodeReader:

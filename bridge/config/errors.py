@@ -35,6 +35,8 @@ class ConfigIssue:
     line: int | None
     loc: Loc
     message: str
+    column: int | None = None
+    """Where on the line, when known (YAML syntax errors): `file:line:column:`."""
 
     @property
     def path(self) -> str:
@@ -42,6 +44,8 @@ class ConfigIssue:
 
     def __str__(self) -> str:
         where = f"{self.file}:{self.line}" if self.line is not None else self.file
+        if self.line is not None and self.column is not None:
+            where += f":{self.column}"
         if not self.loc:
             return f"{where}: {self.message}"
         return f"{where}: {self.path}: {self.message}"
@@ -59,9 +63,10 @@ class ConfigError(ValueError):
 
     @classmethod
     def single(
-        cls, file: str, message: str, *, line: int | None = None, loc: Loc = ()
+        cls, file: str, message: str, *, line: int | None = None, loc: Loc = (),
+        column: int | None = None,
     ) -> ConfigError:
-        return cls([ConfigIssue(file=file, line=line, loc=loc, message=message)])
+        return cls([ConfigIssue(file=file, line=line, loc=loc, message=message, column=column)])
 
     def _render(self) -> str:
         lines = [str(issue) for issue in self.issues]

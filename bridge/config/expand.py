@@ -2,8 +2,10 @@
 
 Secrets belong in the environment or in files mounted by the orchestrator, not in the
 YAML that gets committed. Both are resolved here, in place, so every model sees final
-values and needs no knowledge of where a value came from. Resolved values are marked
-hidden on the document so no error message ever echoes them.
+values and needs no knowledge of where a value came from. Resolved values that are
+secrets (under a secret key, from a secret file, or a URL with credentials) are marked
+hidden on the document so no error message ever echoes them; other values are shown, so a
+wrong chat id or address from the environment can be recognised and fixed.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ from typing import Any
 
 from bridge.config.document import Document
 from bridge.config.errors import ConfigIssue, Loc
+from bridge.config.messages import is_secret_key
 from bridge.config.schema_nav import SchemaNavigator
 
 _REFERENCE = re.compile(r"\$\$\{|\$\{([^}]*)\}|\$\{")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_CREDENTIALS = re.compile(r"://[^/\s@]+@")
+"""A URL with a user (and maybe a password) before its host."""
 FILE_SUFFIX = "_file"
 
 
@@ -125,9 +130,19 @@ class _Resolver:
         except _Unresolved as exc:
             self.issues.append(self.doc.issue(loc, str(exc)))
             return value
-        if any(match.group(1) is not None for match in _REFERENCE.finditer(value)):
+        if self._is_secret(loc, expanded):
             self.doc.hidden.add(loc)
         return expanded
+
+    def _is_secret(self, loc: Loc, value: str) -> bool:
+        """Only secrets are kept out of error messages: a value under a secret key (by its
+        name or the schema's mark) or one carrying credentials (`scheme://user:pw@host`).
+        A chat id or an address from the environment is shown, so it can be fixed."""
+        return (
+            any(is_secret_key(part) for part in loc)
+            or self.navigator.is_secret(loc[len(self.base):])
+            or bool(_CREDENTIALS.search(value))
+        )
 
     def _mapping(self, mapping: dict[Any, Any], loc: Loc) -> dict[Any, Any]:
         result = {key: self.walk(value, (*loc, key)) for key, value in mapping.items()}

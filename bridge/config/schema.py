@@ -11,13 +11,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, SerializeAsAny, ValidationError
 
 from bridge.config.checks import cross_section_problems
 from bridge.config.document import Document, read_document
-from bridge.config.errors import ConfigError, ConfigIssue
+from bridge.config.errors import ConfigError, ConfigIssue, Loc
 from bridge.config.expand import FILE_SUFFIX
 from bridge.config.loader import issue_hiding_secrets, top_level, validate_at
 from bridge.config.messages import describe_value, did_you_mean, unknown_key_message
@@ -25,6 +25,7 @@ from bridge.config.sections import (
     DEFAULT_STORE,
     BcnSection,
     CommandNames,
+    LogSection,
     WebSection,
     check_store_url,
 )
@@ -32,9 +33,11 @@ from bridge.core import registry
 from bridge.core.binding import Binding
 from bridge.hub.config import HubConfig
 
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-SECTIONS = ("hub", "bcn", "store", "web", "accounts", "bindings", "commands")
+SECTIONS = ("hub", "bcn", "store", "web", "log", "accounts", "bindings", "commands")
 
 AccountConfigs = dict[str, dict[str, SerializeAsAny[BaseModel]]]
 """`accounts[type][name]` -> the config model instance the adapter of `type` declares."""
@@ -55,6 +58,7 @@ class BridgeConfig(BaseModel):
         "instances share it), or memory://.",
     )
     web: WebSection = Field(default_factory=WebSection)
+    log: LogSection = Field(default_factory=LogSection)
     accounts: AccountConfigs = Field(
         default_factory=dict, description="Platform accounts by channel type, then by name."
     )
@@ -95,7 +99,10 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
     core, core_issues = validate_at(rest_doc, (), BridgeConfig, environ=environ)
     issues += core_issues
     if core is None or issues:
-        raise ConfigError(issues)
+        top.update(rest_doc.data)
+        problems = _partial_problems(rest_doc.data, hub, declared, hub_written="hub" in top)
+        raise ConfigError([*issues, *(issue_hiding_secrets(doc, loc, message)
+                                      for loc, message in problems)])
 
     config = core.model_copy(update={"hub": hub, "accounts": accounts})
     problems = cross_section_problems(config, declared)
@@ -103,6 +110,33 @@ def load_config(path: str | Path, *, environ: Mapping[str, str] | None = None) -
         top.update(rest_doc.data)  # the values as resolved, to recognise hidden ones
         raise ConfigError(issue_hiding_secrets(doc, loc, message) for loc, message in problems)
     return config
+
+
+def _partial_problems(
+    rest: dict[str, Any], hub: HubConfig | None, declared: dict[str, list[str]], *,
+    hub_written: bool,
+) -> list[tuple[Loc, str]]:
+    """The cross-section rules over the parts that are valid on their own, so a file with
+    problems in several sections shows them all at once instead of one pass at a time."""
+    bcn = _valid(BcnSection, rest.get("bcn", {}))
+    if bcn is None:  # an unreadable bcn: check the rest as for a remote BCN, which needs none
+        bcn = BcnSection.model_construct(url="ws://unknown", token="unknown")
+    raw = rest.get("bindings")
+    bindings = [
+        (index, binding)
+        for index, item in enumerate(raw if isinstance(raw, list) else [])
+        if (binding := _valid(Binding, item)) is not None
+    ]
+    config = BridgeConfig.model_construct(hub=hub, bcn=bcn, bindings=[], accounts={})
+    return cross_section_problems(config, declared, bindings=bindings, hub_written=hub_written)
+
+
+def _valid(model: type[ModelT], data: Any) -> ModelT | None:
+    """`data` as `model`, or None when it is not valid (its errors are reported already)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError:
+        return None
 
 
 def _is_section_key(key: str) -> bool:

@@ -1,4 +1,4 @@
-"""The bridge's own top-level sections: `bcn`, `store`, `web`, `commands`.
+"""The bridge's own top-level sections: `bcn`, `store`, `web`, `log`, `commands`.
 
 The `hub`, `accounts.*` and `bindings` sections are declared where they are used
 (`bridge.hub.config`, each adapter, `bridge.core.binding`); only what belongs to the
@@ -88,6 +88,23 @@ class WebSection(BaseModel):
 
         parse_listen(value)
         return value
+
+
+class LogSection(BaseModel):
+    """How the process logs: `text` for a terminal, `json` (one object a line) for a log
+    collector. `--log-format` and `--log-level` on the command line win over these."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: Literal["text", "json"] = Field("text", description="text or json.")
+    level: Literal["debug", "info", "warning", "error"] = Field(
+        "info", description="debug, info, warning or error."
+    )
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _any_case(cls, value: object) -> object:
+        return value.lower() if isinstance(value, str) else value
 
 
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")

@@ -1,4 +1,4 @@
-"""The adapter interface: a few verbs plus a capability record (mautrix-style).
+"""The adapter interface: a few verbs plus a capability record.
 
 Optional abilities (editing, deleting, typing indicators) are capability flags, not
 subclasses; the core asks `capabilities` before it calls them.
@@ -77,6 +77,28 @@ class AdapterStartError(RuntimeError):
     """
 
 
+@dataclass(frozen=True, slots=True)
+class Diagnosis:
+    """One line of `bcn-bridge doctor`: what was checked, how it went, and the fix."""
+
+    status: str
+    """"ok", "warn" (works, but something is off) or "fail"."""
+    what: str
+    fix: str = ""
+
+    @classmethod
+    def ok(cls, what: str) -> Diagnosis:
+        return cls("ok", what)
+
+    @classmethod
+    def warn(cls, what: str, fix: str = "") -> Diagnosis:
+        return cls("warn", what, fix)
+
+    @classmethod
+    def fail(cls, what: str, fix: str = "") -> Diagnosis:
+        return cls("fail", what, fix)
+
+
 class Adapter(ABC):
     """One platform account. Subclasses declare their account config model next to them."""
 
@@ -95,6 +117,8 @@ class Adapter(ABC):
         self.commands = CommandNames()
         self.state = AccountState.in_memory(self.channel)
         """Durable per-account records; the relay swaps in its own store before `start()`."""
+        self.started = False
+        """Set by the relay once `start()` returned, cleared when it stops the adapter."""
 
     @property
     def channel(self) -> str:
@@ -118,6 +142,19 @@ class Adapter(ABC):
         None (the default) leaves mentions as plain `@Name` text.
         """
         return None
+
+    def health(self) -> str | None:
+        """Why this account cannot relay right now (`/readyz` names it), or None when it can.
+
+        The default is up once started; adapters whose connection can drop while running
+        (long polling, a socket) say so while it is down.
+        """
+        return None if self.started else "not started"
+
+    async def diagnose(self) -> list[Diagnosis]:
+        """Check the account live without starting it (`bcn-bridge doctor`): the token is
+        accepted, the permissions are there. Adapters with nothing to ask say so."""
+        return [Diagnosis.ok(f"{self.channel}: nothing to check before it starts")]
 
     @abstractmethod
     async def start(self) -> None:

@@ -106,7 +106,7 @@ class Commands:
         parsed = parse(block)
         await self.ctx.post(
             lane, binding, block, sender_label=msg.sender.name, kind=OutboundKind.FINAL,
-            protocol=parsed.to_dict() if parsed else None,
+            protocol=parsed.to_dict() if parsed else None, from_human=True,
         )
         await self.route_protocol(msg, binding, lane, block)
 

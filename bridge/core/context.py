@@ -23,6 +23,7 @@ from bridge.core.outbox import Lane, Outbox
 from bridge.core.relay_state import GroupBots, RelayState
 from bridge.core.render import render_parts
 from bridge.core.spool import InboundSpool
+from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
@@ -48,6 +49,7 @@ class RelayContext:
     commands: CommandNames = field(default_factory=CommandNames)
     bridge_name: str = BRIDGE_NAME
     background: Background = field(default_factory=lambda: Background("relay-io"))
+    metrics: BridgeMetrics = field(default_factory=BridgeMetrics)
     _warned_unbound: set[str] = field(default_factory=set)
     _by_chat: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
     _typing_at: dict[str, float] = field(default_factory=dict)
@@ -106,6 +108,8 @@ class RelayContext:
         protocol: dict[str, Any] | None = None,
         reply_to: str | None = None,
         once: str | None = None,
+        from_human: bool = False,
+        inbound_at: datetime | None = None,
     ) -> bool:
         """Render for the lane's adapter and queue durably (returns once stored).
 
@@ -114,7 +118,7 @@ class RelayContext:
         """
         item = self._item(lane, binding, markdown, sender_label=sender_label, kind=kind,
                           run_id=run_id, conversation=conversation, protocol=protocol,
-                          reply_to=reply_to)
+                          reply_to=reply_to, from_human=from_human, inbound_at=inbound_at)
         return item is not None and await self.outbox.put(item, once=once)
 
     async def post_bot_output(
@@ -128,13 +132,15 @@ class RelayContext:
         conversation: str,
         protocol: dict[str, Any] | None,
         once: str | None,
+        inbound_at: datetime | None = None,
     ) -> bool:
         """A bot's final, through the lane's loop guard, in one store write: queued when
         allowed, held while the chat is paused (the chat is told once, when it pauses).
-        False only for a replayed delivery (nothing done)."""
+        False only for a replayed delivery (nothing done). `inbound_at`: when the human
+        message it answers arrived (for the relay latency metric)."""
         item = self._item(lane, binding, markdown, sender_label=sender_label,
                           kind=OutboundKind.FINAL, run_id=run_id, conversation=conversation,
-                          protocol=protocol)
+                          protocol=protocol, inbound_at=inbound_at)
         if item is None:
             return False
         guard = binding.loop_guard
@@ -144,8 +150,10 @@ class RelayContext:
         )
         if verdict == "allow":
             self.outbox.adopt([item])
-        elif verdict == "tripped":
-            await self._tell_paused(lane, binding)
+        elif verdict != "seen":
+            self.metrics.hold(lane.channel, "loop_guard")
+            if verdict == "tripped":
+                await self._tell_paused(lane, binding)
         return verdict != "seen"
 
     def _item(
@@ -160,6 +168,8 @@ class RelayContext:
         conversation: str,
         protocol: dict[str, Any] | None,
         reply_to: str | None = None,
+        from_human: bool = False,
+        inbound_at: datetime | None = None,
     ) -> OutboxItem | None:
         """The outbox item an output becomes: rendered and split for the lane's adapter."""
         adapter = self.adapters.get(lane.channel)
@@ -179,6 +189,8 @@ class RelayContext:
             reply_to=reply_to,
             protocol=protocol,
             created_at=self.clock(),
+            from_human=from_human,
+            inbound_at=inbound_at,
         )
 
     async def track(self, parsed: Any, lane: Lane) -> None:

@@ -25,6 +25,7 @@ from bridge.core.protocol_flow import (
     natural_text,
     refusal,
 )
+from bridge.core.spool import binding_key
 from bridge.protocol import DEFAULT_DEPTH, Depth, ProtocolMessage, parse
 from bridge.store.records import Conversation
 
@@ -62,10 +63,12 @@ class InboundPipeline:
         ctx = self.ctx
         if await ctx.store.message_map.get(sent_key(msg.channel, msg.chat_id, msg.message_id)):
             log.debug("dropping own echo %s", msg.message_id)
+            ctx.metrics.drop(msg.channel, "in", "own_echo")
             return
         key = dedupe_key(msg)
         if key in self._handling or await ctx.store.seen.has(key):
             log.debug("dropping duplicate %s", key)
+            ctx.metrics.drop(msg.channel, "in", "duplicate")
             return
         self._handling[key] = False
         try:
@@ -80,12 +83,15 @@ class InboundPipeline:
         binding = ctx.binding_for(msg.channel, msg.chat_id, msg.thread_id)
         if binding is None:
             ctx.warn_unbound_once(msg.channel, msg.chat_id)
+            ctx.metrics.drop(msg.channel, "in", "unbound")
             return
         if (msg.is_edit or msg.is_delete) and not binding.relay_edits:
             log.debug("ignoring an edit or delete in %s (relay_edits is off)", binding.channel)
+            ctx.metrics.drop(msg.channel, "in", "edits_off")
             return
         if not allowed(binding, msg):
             log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
+            ctx.metrics.drop(msg.channel, "in", "not_allowed")
             return
         lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
         if msg.is_delete:
@@ -280,6 +286,9 @@ class InboundPipeline:
         key = dedupe_key(msg)
         if key in self._handling:
             self._handling[key] = True
+        if deliver == "auto":
+            await self.ctx.state.note_arrival(binding_key(binding), msg_id)
+        log.debug("handing message %s to the BCN (deliver: %s)", msg_id, deliver)
         await self.ctx.spool.hand_off(lane, binding, params, key)
 
     async def accepted(self, lane: Lane, payload: dict[str, Any]) -> None:

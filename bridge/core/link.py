@@ -1,4 +1,4 @@
-"""The bridge's side of the BCN channel link (CHANNEL_LINK.md).
+"""The bridge's side of the BCN channel link (docs/hub.md).
 
 Keeps one `/ws/channel` connection up: connects with the configured bindings, heartbeats,
 reconnects with backoff, and hands every `channel.deliver` to the outbound pipeline, acking

@@ -1,8 +1,8 @@
 """The normalized messages that cross the boundary between an adapter and the core.
 
-`Inbound` and `Outbound` are the only things adapters and the core exchange
-(matterbridge-style): an adapter turns platform events into `Inbound`s and `Outbound`s
-into platform API calls, and nothing else.
+`Inbound` and `Outbound` are the only things adapters and the core exchange: an adapter
+turns platform events into `Inbound`s and `Outbound`s into platform API calls, and nothing
+else.
 """
 
 from __future__ import annotations
@@ -105,3 +105,5 @@ class Outbound:
     parts: int = 1
     protocol: dict[str, Any] | None = None
     """`ProtocolMessage.to_dict()` when the text carries a protocol block (cards, badges)."""
+    from_human: bool = False
+    """Shown on a person's behalf (their `/ask` as a protocol card), not a bot's message."""

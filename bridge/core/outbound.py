@@ -18,6 +18,7 @@ from bridge.core.context import RelayContext
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
+from bridge.core.spool import binding_key
 from bridge.protocol import parse
 
 log = logging.getLogger(__name__)
@@ -51,6 +52,7 @@ class OutboundPipeline:
         binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
         if binding is None:
             log.warning("delivery for unknown binding %r dropped", params.get("binding_id"))
+            ctx.metrics.drop("unknown", "out", "unknown_binding")
             return False
         thread_id = params.get("thread_id") or binding.thread
         lane = Lane(binding.channel, binding.chat, thread_id)
@@ -89,8 +91,11 @@ class OutboundPipeline:
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
+        asked_at = await ctx.state.arrival(binding_key(binding), params.get("source_msg_id"))
+        log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
         return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
-                                         conversation=session, protocol=protocol, once=once)
+                                         conversation=session, protocol=protocol, once=once,
+                                         inbound_at=asked_at)
 
     async def _middleware(
         self,

@@ -27,6 +27,8 @@ from bridge.core.adapter import Adapter, PermanentSendError, SendError
 from bridge.core.binding import Binding
 from bridge.core.instance import acquire_lease
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
+from bridge.logs import set_log_context
+from bridge.metrics import BridgeMetrics
 from bridge.retry import Backoff
 from bridge.store.leases import Lease, LeaseStore
 from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore
@@ -145,7 +147,9 @@ class Outbox:
         lease_ttl: float = LANE_LEASE_TTL,
         linger: float = LANE_LINGER,
         orphan_scan: float = ORPHAN_SCAN,
+        metrics: BridgeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or BridgeMetrics()
         self.store = store
         self.message_map = message_map
         self.resolve = resolve
@@ -188,15 +192,16 @@ class Outbox:
         item.created_at = item.created_at or self.clock()
         if await self.store.append(item, once=once, now=self.clock()) is None:
             return False
-        self._pending[item.id] = item.lane
-        self._kick(item.lane)
+        self.adopt([item])
         return True
 
     def adopt(self, items: list[OutboxItem]) -> None:
-        """Send items another concern already wrote to the outbox store (held outputs)."""
+        """Send items written to the outbox store (by `put`, or by another concern: a bot's
+        output queued through the loop guard, held outputs released)."""
         for item in items:
             self._pending[item.id] = item.lane
             self._kick(item.lane)
+            self.metrics.queued(Lane.from_key(item.lane).channel, item.kind)
 
     def _kick(self, lane: str) -> None:
         self._idle.clear()
@@ -260,9 +265,15 @@ class Outbox:
 
     async def _work(self, lane_key: str) -> None:
         wakeup = self._working[lane_key]
+        set_log_context(lane=lane_key)
         lease: Lease | None = None
         keeper: asyncio.Task[None] | None = None
         try:
+            if self.resolve(Lane.from_key(lane_key)) is None:
+                # Not an account of this instance (one serves the webchat, say): leave the
+                # lane to the instance that has it instead of taking it and dropping its items.
+                self._forget([i for i, lane in self._pending.items() if lane == lane_key])
+                return
             lease = await self._acquire(lane_key)
             if lease is None:
                 # Another instance sends this lane; it reads our items from the store.
@@ -333,6 +344,7 @@ class Outbox:
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
+            self.metrics.drop(lane.channel, "out", "unbound")
             return False
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
@@ -364,10 +376,16 @@ class Outbox:
                 item.id, index, ref.message_id, remember=records, now=self.clock(), done=done
             )
             if done:
+                self._delivered(lane, item)
                 return True
         if stream is not None and leftovers:
             await self._drop_leftovers(lane, adapter, item, stream)
+        self._delivered(lane, item)
         return False
+
+    def _delivered(self, lane: Lane, item: OutboxItem) -> None:
+        log.debug("outbox: delivered %s output %d from %s", item.kind, item.id, item.sender_label)
+        self.metrics.answered(lane.channel, item.inbound_at, self.clock())
 
     async def _drop_leftovers(
         self, lane: Lane, adapter: Adapter, item: OutboxItem, stream: StreamedMessages
@@ -453,6 +471,7 @@ class Outbox:
             part=index + 1,
             parts=len(item.parts),
             protocol=item.protocol,
+            from_human=item.from_human,
         )
 
     async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | _Failed:
@@ -467,9 +486,11 @@ class Outbox:
                 return await call()
             except PermanentSendError as exc:
                 log.error("outbox: %s refused an output for good: %s", lane.channel, exc)
+                self.metrics.drop(lane.channel, "out", "platform_refused")
                 return _FAILED
             except SendError as exc:
                 delay = backoff.next_delay(exc.retry_after)
+                self.metrics.retried(lane.channel)
                 log.warning(
                     "outbox: %s: %s; retrying in %.1fs", lane.channel, exc, delay
                 )
@@ -481,8 +502,10 @@ class Outbox:
                 # times (it may still be a passing fault) rather than block the lane forever.
                 if backoff.attempts >= UNCLASSIFIED_ATTEMPTS:
                     log.exception("outbox: %s keeps failing; giving up on an output", lane.channel)
+                    self.metrics.drop(lane.channel, "out", "failed")
                     return _FAILED
                 delay = backoff.next_delay()
+                self.metrics.retried(lane.channel)
                 log.warning(
                     "outbox: %s failed (%s: %s); retrying in %.1fs",
                     lane.channel, type(exc).__name__, exc, delay,

@@ -29,6 +29,8 @@ from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.relay_state import RelayState
 from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
+from bridge.logs import log_context
+from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.records import Conversation
 from bridge.store.relay import OutboxItem
@@ -60,7 +62,9 @@ class Relay:
         retention: timedelta = timedelta(days=7),
         spool_limit: int = DEFAULT_SPOOL_LIMIT,
         instance: str | None = None,
+        metrics: BridgeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics = metrics or BridgeMetrics()
         self.sweep_interval = sweep_interval
         self.retention = retention
         self._background = Background("relay")
@@ -74,7 +78,7 @@ class Relay:
         self.outbox = Outbox(
             store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
             leases=store.leases, holder=self.instance,
-            sent_records=self._sent_records, retry_initial=outbox_retry_initial,
+            sent_records=self._sent_records, retry_initial=outbox_retry_initial, metrics=metrics,
         )
         # The spool calls back into the pipeline and the context, both built just below.
         self.spool = InboundSpool(
@@ -85,6 +89,7 @@ class Relay:
             bots_online=self._group_online,
             limit=spool_limit,
             holder=self.instance,
+            metrics=metrics,
         )
         self.ctx = RelayContext(
             store=store,
@@ -98,6 +103,7 @@ class Relay:
             clock=clock,
             commands=commands or CommandNames(),
             bridge_name=bridge_name,
+            metrics=metrics,
         )
         self.inbound = InboundPipeline(self.ctx)
         self.outbound = OutboundPipeline(self.ctx)
@@ -122,6 +128,7 @@ class Relay:
         await self.link.start(wait=wait_for_link)
         for adapter in self.ctx.adapters.values():
             await adapter.start()
+            adapter.started = True
             log.info("adapter %s started", adapter.channel)
         self._background.spawn(self._sweep_forever(), name="sweeper")
 
@@ -129,6 +136,7 @@ class Relay:
         await self._background.cancel_all()
         await self.ctx.background.cancel_all()
         for adapter in reversed(list(self.ctx.adapters.values())):
+            adapter.started = False
             try:
                 await adapter.stop()
             except Exception:
@@ -141,20 +149,23 @@ class Relay:
     async def accept(self, msg: Inbound) -> None:
         """The sink every adapter calls; a failure here is logged, never raised at them."""
         try:
-            await self.inbound.handle(msg)
+            with log_context(channel=msg.channel, chat=msg.chat_id, message_id=msg.message_id):
+                await self.inbound.handle(msg)
         except (BcnError, ConnectionClosed, TimeoutError) as exc:
             log.error("could not relay %s message %s: %s", msg.channel, msg.message_id, exc)
         except Exception:
             log.exception("relaying %s message %s failed", msg.channel, msg.message_id)
 
     async def _deliver(self, params: dict[str, Any]) -> None:
-        await self.outbound.deliver(params)
+        with log_context(binding=params.get("binding_id"), run_id=params.get("run_id"),
+                         message_id=params.get("source_msg_id")):
+            await self.outbound.deliver(params)
 
-    @staticmethod
-    def _sent_records(item: OutboxItem, ref: PlatformRef) -> dict[str, dict[str, Any]]:
+    def _sent_records(self, item: OutboxItem, ref: PlatformRef) -> dict[str, dict[str, Any]]:
         """What the bridge remembers of a message it posted: the own-echo filter and a
         reply to a bot's CLARIFY look it up by platform message id."""
         lane = Lane.from_key(item.lane)
+        self.metrics.posted(lane.channel)
         protocol = item.protocol or {}
         return {sent_key(lane.channel, ref.chat_id, ref.message_id): {
             "run_id": item.run_id,

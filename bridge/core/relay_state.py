@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from bridge.store.base import Store
 
@@ -73,3 +74,21 @@ class RelayState:
 
     async def set_may_clarify(self, lane: str, may: bool) -> None:
         await self.store.message_map.put(f"clarifying:{lane}", {"may": may}, self.clock())
+
+    # ------------------------------------------------------------------ arrivals
+    async def note_arrival(self, binding: str, msg_id: str) -> None:
+        """When a message asking for an answer reached the bridge (any instance may post the
+        reply, so the time is in the store): `bcn_bridge_relay_seconds` starts here."""
+        await self.store.message_map.put(
+            f"arrived:{binding}|{msg_id}", {"at": self.clock().isoformat()}, self.clock()
+        )
+
+    async def arrival(self, binding: str, msg_id: Any) -> datetime | None:
+        """When the message a bot reply answers (its `source_msg_id`) arrived, if known."""
+        if not isinstance(msg_id, str) or not msg_id:
+            return None
+        found = await self.store.message_map.get(f"arrived:{binding}|{msg_id}")
+        try:
+            return datetime.fromisoformat(found["at"]) if found else None
+        except (KeyError, TypeError, ValueError):
+            return None

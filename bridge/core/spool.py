@@ -27,6 +27,7 @@ from bridge.core.binding import Binding
 from bridge.core.instance import acquire_lease
 from bridge.core.link import LinkClient
 from bridge.core.outbox import Lane
+from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.leases import Lease
 from bridge.store.relay import SpoolEntry
@@ -37,6 +38,9 @@ DEFAULT_SPOOL_LIMIT = 10_000
 DRAIN_BATCH = 100
 SPOOL_LEASE = 60.0
 """A drain that dies mid-way (kill -9) hands the spool over after this long (at most)."""
+UNBOUND_GRACE = 3600.0
+"""Seconds a kept message whose binding this instance lacks is left for an instance that has
+it (a webchat served by one instance) before it counts as unbound and is dropped."""
 BOT_GRACE = 15.0
 """Seconds after the link comes back that kept messages wait for their group's bots."""
 
@@ -68,7 +72,9 @@ class InboundSpool:
         limit: int = DEFAULT_SPOOL_LIMIT,
         grace: float = BOT_GRACE,
         holder: str = "bcn-bridge",
+        metrics: BridgeMetrics | None = None,
     ) -> None:
+        self.metrics = metrics or BridgeMetrics()
         self.store = store
         self.link = link
         self.clock = clock
@@ -123,6 +129,7 @@ class InboundSpool:
                     return
             else:
                 await self.store.seen.add(key, self.clock())
+                self.metrics.accepted(lane.channel)
                 await self.on_accepted(lane, payload)
                 return
         await self._keep(lane, binding, params, key)
@@ -135,6 +142,7 @@ class InboundSpool:
                 "BCN unreachable and %d messages already wait; refusing message %s in %s",
                 self.limit, params.get("msg_id"), lane.key,
             )
+            self.metrics.drop(lane.channel, "in", "spool_full")
             await self.notify(
                 lane, binding,
                 f"⚠️ The bots are unreachable and {self.limit} messages are already waiting "
@@ -144,6 +152,8 @@ class InboundSpool:
         entry = SpoolEntry(lane.key, binding_key(binding), params, created_at=self.clock())
         if await self.store.spool.append(entry, once=key, now=self.clock()) is None:
             return  # accepted before (a platform redelivery)
+        self.metrics.accepted(lane.channel)
+        self.metrics.hold(lane.channel, "link_down")
         self._backlog = True
         self._wake.set()
         if lane.key not in self._told:
@@ -158,6 +168,7 @@ class InboundSpool:
         self, lane: Lane, binding: Binding, params: dict[str, Any], exc: BcnError
     ) -> None:
         log.error("the BCN refused message %s in %s: %s", params.get("msg_id"), lane.key, exc)
+        self.metrics.drop(lane.channel, "in", "bcn_refused")
         await self.notify(lane, binding, f"⚠️ The bots could not take this message: {exc}")
 
     # ------------------------------------------------------------------ draining
@@ -205,12 +216,19 @@ class InboundSpool:
                     return sent
                 sent += 1
 
+    def _abandoned(self, entry: SpoolEntry) -> bool:
+        """Kept so long for a binding this instance lacks that no instance can have it."""
+        created = entry.created_at
+        return created is None or (self.clock() - created).total_seconds() > UNBOUND_GRACE
+
     async def _send(self, entry: SpoolEntry) -> bool:
         """True when the entry is done with (delivered or given up), False if the link is
         down again (the entry stays, first in line)."""
         lane = Lane.from_key(entry.lane)
         binding = self.find_binding(entry.binding)
         binding_id = self.link.binding_id(binding) if binding is not None else None
+        if binding is None and not self._abandoned(entry):
+            return False  # bound on another instance (the webchat's, say): it sends this one
         if binding is None or binding_id is None:
             log.error("spool: %s is no longer bound; dropping message %s kept for it",
                       entry.binding, entry.params.get("msg_id"))

@@ -1,4 +1,4 @@
-"""Bindings a channel link claims (CHANNEL_LINK.md §1): validation, stable ids, scope keys.
+"""Bindings a channel link claims: validation, stable ids, scope keys.
 
 A `binding_id` is derived from channel type, account and conversation, so it is the same
 every time any bridge instance claims that chat — across reconnects and hub restarts —

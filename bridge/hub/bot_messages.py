@@ -1,4 +1,5 @@
-"""What a bot receives: the params of `chat.send` / `chat.inject` (seed 000 §5, CHANNEL_LINK §2).
+"""What a bot receives: the params of `chat.send` / `chat.inject` (the channel link adds
+who sent it).
 
 Pure builders, so each protocol version's shape is tested without sockets:
 - v1: `session_context` is structured and the bot presents it; `session_key` is the

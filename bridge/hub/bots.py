@@ -1,4 +1,4 @@
-"""The `/ws/bot` endpoint (seed 000 §3–§6): handshake, liveness, requests and run events.
+"""The `/ws/bot` endpoint: handshake, liveness, requests and run events.
 
 The first frame must be `bot.connect` (`bot_connect.py` says who the bot is); anything
 else is `unauthorized` and the socket is closed.

@@ -16,7 +16,7 @@ from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION
 from bridge.listen import parse_listen
 
 MAX_GROUP_ID_LENGTH = 78
-"""Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (CHANNEL_LINK.md §1)."""
+"""Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (the channel link's limit)."""
 
 RESERVED_NAMES = frozenset({"all"})
 """`@all` addresses everyone, so no bot may be called that."""

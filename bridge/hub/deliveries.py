@@ -252,6 +252,10 @@ class Outboxes:
             if outbox is not None:
                 outbox.wake()
 
+    def pending_total(self) -> int:
+        """Deliveries not acked yet, over every binding (for `/metrics`)."""
+        return sum(outbox.unacked for outbox in self._by_binding.values())
+
     async def close(self) -> None:
         for outbox in self._by_binding.values():
             await outbox.close()

@@ -1,4 +1,4 @@
-"""The `/ws/channel` endpoint (CHANNEL_LINK.md): link handshake and the bridge's requests.
+"""The `/ws/channel` endpoint (the channel link): link handshake and the bridge's requests.
 
 A link authenticates with one of the configured link tokens (compared in constant time),
 claims its bindings, and from then on sends `channel.*` requests; the hub sends it

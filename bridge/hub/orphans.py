@@ -1,10 +1,10 @@
 """Runs whose bot has no live connection: ended within seconds, unless the bot continues.
 
-Seed 000 ties a run to its bot and `run_id`, not to one connection: a bot reconnects with
-its token and BCN restores its identity (§4.4), and the BCN server's own published client
-queues run events while it is disconnected and sends them once it is back (tests/interop
-proves the hub takes them). So a closed socket does not end a run on the spot. The run
-becomes an orphan for `run_reconnect_grace_seconds`:
+The BCN protocol ties a run to its bot and `run_id`, not to one connection: a bot reconnects
+with its token and BCN restores its identity (§4.4), and the BCN server's own published
+client queues run events while it is disconnected and sends them once it is back
+(tests/interop proves the hub takes them). So a closed socket does not end a run on the
+spot. The run becomes an orphan for `run_reconnect_grace_seconds`:
 
 - an event of that run from its bot (on any later connection) within that time takes it
   back, and it goes on as if nothing happened;

@@ -1,4 +1,4 @@
-"""Who answers a message and who only observes it (seed 000 §7): pure decisions.
+"""Who answers a message and who only observes it: pure decisions.
 
 Priority: the message's structured `routing` field, then `@mentions` in its text (plus
 names the platform already resolved), then the default — the group's driver answers
@@ -20,7 +20,7 @@ Rule = Literal["routing", "mentions", "default", "observe", "nobody"]
 
 
 class RoutingError(ValueError):
-    """A `routing` object that does not have the shape seed 000 §7.2 describes."""
+    """A `routing` object that does not have the shape BCN's routing rules describe."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -94,6 +94,9 @@ class RunTable:
         self.stopping = False
         """Set while the hub stops: sends cut off by the shutdown keep their rows, so the
         next start reports them instead of forgetting them."""
+        self.started = 0
+        self.ended: Counter[str] = Counter()
+        """Runs started and ended (by final state) since the hub started, for `/metrics`."""
 
     # ------------------------------------------------------------------ pending sends
     def sent(self, pending: PendingSend) -> None:
@@ -146,6 +149,7 @@ class RunTable:
                   pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time(),
                   task_id=pending.task_id, send_key=pending.send_key)
         self._active[key] = run
+        self.started += 1
         return run
 
     def restore(
@@ -213,8 +217,10 @@ class RunTable:
         key = (run.bot_uuid, run.run_id)
         run.state = state
         run.orphaned_until = None
-        if self._active.pop(key, None) is not None and self._rows is not None:
-            self._rows.ended(run.send_key)
+        if self._active.pop(key, None) is not None:
+            self.ended[state] += 1
+            if self._rows is not None:
+                self._rows.ended(run.send_key)
         self._finished[key] = run
         while len(self._finished) > FINISHED_RUNS_KEPT:
             self._finished.popitem(last=False)

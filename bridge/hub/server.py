@@ -1,5 +1,5 @@
 """`Hub`: the embedded BCN — one aiohttp server with `/ws/bot`, `/ws/channel`, `/healthz`,
-and HTTP onboarding (`POST /register`, `POST /bots/onboard`).
+`/metrics`, and HTTP onboarding (`POST /register`, `POST /bots/onboard`).
 
 Usable standalone (`bcn-bridge hub`) and in-process (the bridge's demo mode, the tests):
 `await hub.start()` returns once the socket listens, `hub.port` / `hub.url` say where,
@@ -23,6 +23,7 @@ from bridge.hub.delivery_rows import DeliveryRows
 from bridge.hub.dispatch import Dispatcher
 from bridge.hub.groups import GroupDirectory
 from bridge.hub.links import LinkEndpoint
+from bridge.hub.metrics import HubMetrics
 from bridge.hub.onboarding import Onboarding
 from bridge.hub.orphans import OrphanedRuns
 from bridge.hub.registry import BotRegistry
@@ -73,6 +74,7 @@ class Hub:
         app.router.add_get("/ws/bot", self._bots.handle)
         app.router.add_get("/ws/channel", self._links.handle)
         app.router.add_get("/healthz", self._healthz)
+        app.router.add_get("/metrics", HubMetrics(state).handle)
         Onboarding(state).routes(app)
         runner = web.AppRunner(app, access_log=None, handle_signals=False)
         await runner.setup()

@@ -48,6 +48,10 @@ class OutboxItem:
     created_at: datetime | None = None
     id: int = 0
     sent: list[str | None] = field(default_factory=list)
+    from_human: bool = False
+    """Posted on a person's behalf (the card of their `/ask`), not by a bot."""
+    inbound_at: datetime | None = None
+    """When the message this reply answers reached the bridge (for `bcn_bridge_relay_seconds`)."""
 
     def __post_init__(self) -> None:
         if len(self.sent) < len(self.parts):
@@ -59,6 +63,8 @@ class OutboxItem:
             "lane": self.lane, "kind": self.kind, "sender_label": self.sender_label,
             "parts": self.parts, "conversation": self.conversation, "run_id": self.run_id,
             "reply_to": self.reply_to, "protocol": self.protocol, "sent": self.sent,
+            **({"from_human": True} if self.from_human else {}),
+            **({"inbound_at": self.inbound_at.isoformat()} if self.inbound_at else {}),
         }
 
     @classmethod
@@ -70,8 +76,17 @@ class OutboxItem:
             parts=list(body["parts"]), conversation=body.get("conversation", ""),
             run_id=body.get("run_id"), reply_to=body.get("reply_to"),
             protocol=body.get("protocol"), created_at=created_at, id=id,
-            sent=list(body.get("sent") or []),
+            sent=list(body.get("sent") or []), from_human=bool(body.get("from_human")),
+            inbound_at=_when(body.get("inbound_at")),
         )
+
+
+def _when(value: Any) -> datetime | None:
+    """An ISO timestamp kept in a body; None when absent or unreadable."""
+    try:
+        return datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        return None
 
 
 class OutboxStore(ABC):

@@ -1,6 +1,6 @@
 """A scripted BCN for SDK tests: a real aiohttp WebSocket server on 127.0.0.1, port 0.
 
-It speaks the seed's `/ws/bot` frames through the shared `Connection` (the same wire
+It speaks BCN's `/ws/bot` frames through the shared `Connection` (the same wire
 layer the hub uses), records every frame a bot sends in arrival order, and lets a test
 send requests to the bot, drop the socket, or refuse the handshake.
 """
@@ -150,7 +150,7 @@ def send_params(
     group_id: str = "grp-1",
     **extra: Any,
 ) -> dict[str, Any]:
-    """`chat.send` params as the seed's §5.1 example shapes them."""
+    """`chat.send` params as BCN's own example shapes them."""
     params: dict[str, Any] = {
         "session_key": session_key,
         "bcs_group_id": group_id,

@@ -1,7 +1,7 @@
 """The SDK and the example bots against the real embedded hub, over real sockets.
 
 A human's message enters through a minimal channel link (the `/ws/channel` frames of
-CHANNEL_LINK.md spoken with the shared `Connection`), the hub routes it to the bot, and the
+the channel link spoken with the shared `Connection`), the hub routes it to the bot, and the
 bot's output comes back as `channel.deliver` requests.
 """
 

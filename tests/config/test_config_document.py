@@ -36,12 +36,32 @@ def test_duplicate_key_is_an_error_naming_both_lines(write_config) -> None:
     assert "duplicate key (first set on line 2)" in issue.message
 
 
-def test_syntax_error_names_file_and_line(write_config) -> None:
+def test_syntax_error_names_file_line_and_column(write_config) -> None:
     path = write_config("bcn:\n  url: embedded\n bad: [\n")
     with pytest.raises(ConfigError) as caught:
         read_document(path)
     message = str(caught.value)
-    assert message.startswith(f"{path}:3: YAML syntax error")
+    assert message.startswith(f"{path}:3:2: YAML syntax error: the indentation does not match")
+
+
+@pytest.mark.parametrize(
+    ("text", "where", "plain"),
+    [
+        ("hub:\n\tlisten: x\n", ":2:1:", "a tab: YAML indents with spaces only"),
+        ("web:\n  listen: a\n   bad: b\n", ":3:7:", "a ':' where no new key can start"),
+        ('bcn:\n  url: "ws://x\nstore: y\n', ":4:1:", "a quote is not closed (opened on line 2)"),
+        ("hub:\n  groups: [a, b\nweb: {}\n", ":3:4:", "a [list] that is not closed"),
+        ("bindings:\n  - chat: x\n - y\n", ":3:2:", "the indentation does not match"),
+    ],
+)
+def test_syntax_errors_in_plain_words(write_config, text: str, where: str, plain: str) -> None:
+    path = write_config(text)
+    with pytest.raises(ConfigError) as caught:
+        read_document(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}{where} YAML syntax error: "), message
+    assert plain in message
+    assert "[" in message  # PyYAML's own words stay, in brackets, for searching
 
 
 def test_unknown_tag_is_an_error_with_its_line() -> None:

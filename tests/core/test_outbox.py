@@ -213,3 +213,26 @@ async def test_a_stream_record_from_the_single_message_format_still_resumes(stor
     assert platform.edits == [("m-old", "done")]
     assert platform.posted == []
     await outbox.stop()
+
+
+async def test_an_instance_without_the_account_leaves_its_lane_to_one_that_has_it(store) -> None:
+    """Two instances on one store; only one has the account (a webchat served by one process).
+    The other neither posts the lane's outputs nor drops them."""
+    platform = Platform()
+    without = Outbox(store.outbox, store.message_map, lambda lane: None, clock=clock,
+                     leases=store.leases, holder="instance-b", orphan_scan=0.01)
+    await store.outbox.append(item("for the instance with the account"))
+    await without.start()  # adopts every queued lane it finds
+    await drain(without)
+    await asyncio.sleep(0.05)  # a few orphan scans
+    assert [i.parts for i in await store.outbox.pending()] == [
+        ["for the instance with the account"]
+    ]
+    assert await store.leases.holder(f"lane:{LANE.key}") is None  # never taken
+    with_account = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                          clock=clock, leases=store.leases, holder="instance-a")
+    await with_account.start()
+    await drain(with_account)
+    assert platform.posted == ["for the instance with the account"]
+    await without.stop()
+    await with_account.stop()

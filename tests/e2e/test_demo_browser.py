@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -71,5 +72,43 @@ async def test_demo_page_conversation(demo, tmp_path: Path) -> None:
             await page.screenshot(path=str(tmp_path / "demo.png"), full_page=True)
             assert (tmp_path / "demo.png").stat().st_size > 0
             assert problems == []
+        finally:
+            await browser.close()
+
+
+async def test_demo_page_shows_who_asked_depths_and_no_false_edits(demo) -> None:
+    """A person's /ask card is theirs (no bot badge), the open request's depth reads as
+    digits in the panel, and a reply that streamed in is not marked "(edited)"."""
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 800})
+            page.set_default_timeout(UI_WAIT_MS)
+            await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
+            await page.get_by_label("Your name", exact=True).fill("Ada")
+            await page.get_by_label("Room", exact=True).fill(DEMO_ROOM)
+            await page.get_by_role("button", name="Join").click()
+            await expect(page.locator("#status")).to_have_text("connected")
+            composer = page.get_by_label("Message", exact=True)
+
+            await composer.fill("tell me a streamed story")
+            await composer.press("Enter")
+            streamed = page.locator("li.from-bot.kind-final", has_text="streamed story")
+            await expect(streamed.locator(".sender")).to_have_text("Echo")
+            await expect(streamed).not_to_contain_text("(edited)")
+
+            await composer.fill("/ask Rules weather")
+            await composer.press("Enter")
+            asked = page.locator("li.message", has=page.locator(".protocol-card.type-request"))
+            await expect(asked.locator(".sender")).to_have_text("Ada")
+            await expect(asked).to_have_class(re.compile(r"\bfrom-human\b"))
+            await expect(asked.locator(".bot-badge")).to_have_count(0)
+            await expect(page.locator(".protocol-card.type-clarify")).to_be_visible()
+            panel = page.locator("#request-list li")
+            await expect(panel).to_have_count(1)
+            await expect(panel).to_contain_text(re.compile(r"depth [12]/5"))  # CLARIFY: 2/5
+            await expect(panel).not_to_contain_text("?/?")
         finally:
             await browser.close()

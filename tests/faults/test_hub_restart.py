@@ -2,7 +2,7 @@
 
 Real processes and sockets all the way: the hub is `python -m bridge.cli hub`, the bots are
 this repository's SDK (`bridge.bcn.bot.Bot`, in this process, or `bcn-bridge example-bot` as
-a process of its own), and the chat side is a channel-link client speaking CHANNEL_LINK.md.
+a process of its own), and the chat side is a channel-link client speaking the channel link.
 
 (a) deliveries pending (the link does not ack) → kill -9 → restart: every pending delivery
     arrives once, with its original event id; acked ones do not come back.

@@ -54,7 +54,8 @@ def test_cli_reports_config_errors_with_location(
 ) -> None:
     path = tmp_path / "hub.yaml"
     path.write_text("hub:\n  listen: 127.0.0.1:0\n  link_tokens: ['${NO_SUCH_VAR_XYZ}']\n")
-    code = run(argparse.Namespace(config=str(path), listen=None, log_level="INFO"))
+    code = run(argparse.Namespace(config=str(path), listen=None, log_level="INFO",
+                                  log_format=None))
     assert code == 2
     err = capsys.readouterr().err
     assert "hub.yaml:3" in err and "NO_SUCH_VAR_XYZ" in err
@@ -65,7 +66,8 @@ def test_cli_rejects_bad_listen_override(
 ) -> None:
     path = tmp_path / "hub.yaml"
     path.write_text("hub:\n  listen: 127.0.0.1:0\n")
-    assert run(argparse.Namespace(config=str(path), listen="nope", log_level="INFO")) == 2
+    assert run(argparse.Namespace(config=str(path), listen="nope", log_level="INFO",
+                                  log_format=None)) == 2
     assert "--listen" in capsys.readouterr().err
 
 
@@ -81,7 +83,7 @@ async def test_cli_serves_and_stops_cleanly_on_sigterm(tmp_path: Path) -> None:
                     "  link_tokens: [abcdefgh]\n")
     script = ("import argparse, sys; from bridge.cli.hub import run; "
               f"sys.exit(run(argparse.Namespace(config={str(path)!r}, listen=None, "
-              "log_level='WARNING')))")
+              "log_level='WARNING', log_format=None)))")
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-c", script, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, cwd=str(Path(__file__).parents[2]))

@@ -1,4 +1,4 @@
-"""The routing table (seed 000 §7) as pure functions: no sockets, no hub."""
+"""The routing table as pure functions: no sockets, no hub."""
 
 from __future__ import annotations
 
@@ -132,7 +132,7 @@ def test_malformed_routing_is_a_clear_error(raw: object, message: str) -> None:
         parse_routing(raw)
 
 
-def test_parse_routing_reads_the_seed_example() -> None:
+def test_parse_routing_reads_the_documented_example() -> None:
     parsed = parse_routing({"responders": [{"type": "name", "value": "DBA"}],
                             "mode": "required", "reason": "deadlock", "include_self": False})
     assert parsed == RoutingRequest((Selector("name", "DBA"),), "required", "deadlock", False)

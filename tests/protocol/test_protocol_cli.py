@@ -29,12 +29,30 @@ def test_parse_prints_json(
     assert document["depth"] == {"current": 2, "max": 5}
 
 
-def test_parse_prints_null_for_chat(
+def test_parse_of_chat_says_why_and_fails(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     _stdin(monkeypatch, "just a normal chat line")
-    assert main(["protocol", "parse"]) == 0
-    assert capsys.readouterr().out.strip() == "null"
+    assert main(["protocol", "parse"]) == 1
+    out, err = capsys.readouterr()
+    assert out.strip() == "null"
+    assert "no protocol message in the text" in err and "[REQUEST → @Bot]" in err
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("```\n[REQUEST → @Mantis]\nFrom: Lotbot\nRequestId: r1\n```",
+         "a REQUEST needs From, RequestId and Task"),
+        ("```\n[ORDER → @Mantis]\nFrom: Lotbot\n```", "[ORDER → …] is not a message type"),
+    ],
+)
+def test_parse_of_a_broken_block_names_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], text: str, why: str
+) -> None:
+    _stdin(monkeypatch, text)
+    assert main(["protocol", "parse"]) == 1
+    assert why in capsys.readouterr().err
 
 
 def test_build_request(capsys: pytest.CaptureFixture[str]) -> None:

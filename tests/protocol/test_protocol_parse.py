@@ -93,7 +93,7 @@ def test_first_protocol_block_decides_even_if_invalid() -> None:
     assert parse(text) is None
 
 
-# --- article dialect (seed 003) -------------------------------------------------------
+# --- article dialect ----------------------------------------------------------------
 
 
 def test_article_request_without_fence_or_at() -> None:

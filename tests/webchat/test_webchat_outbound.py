@@ -46,7 +46,20 @@ async def test_edit_replaces_the_message_for_everyone(connect, webchat) -> None:
         assert update["id"] == ref.message_id
         assert update["kind"] == "final"
         assert update["html"] == "<p>4, final.</p>"
-        assert update["edited"] is True
+        assert update["edited"] is False  # a streamed reply finishing is not an edit
+
+    await webchat.adapter.edit(ref, webchat.outbound("<p>5, final.</p>", kind=OutboundKind.FINAL))
+    for client in (ada, bob):
+        assert (await client.expect("update"))["message"]["edited"] is True  # changed after
+
+
+async def test_a_card_posted_for_a_person_is_not_marked_as_a_bot(connect, webchat) -> None:
+    ada = await connect()
+    await ada.join("lobby", "Ada")
+    await webchat.adapter.send(webchat.outbound("<p>ask</p>", sender_label="Ada",
+                                                from_human=True))
+    message = (await ada.expect("message"))["message"]
+    assert message["sender"] == {"name": "Ada", "is_bot": False}
 
 
 async def test_history_holds_the_latest_version_of_an_edited_reply(connect, webchat) -> None:

@@ -95,6 +95,7 @@
   }
 
   function depthText(depth) {
+    if (Array.isArray(depth) && depth.length === 2) return `${depth[0]}/${depth[1]}`;
     if (depth && typeof depth === "object") return `${depth.current ?? "?"}/${depth.max ?? "?"}`;
     return listText(depth);
   }

@@ -1,4 +1,4 @@
-"""The Python bot SDK for BCN's `/ws/bot` (seed 000): write a handler, get a bot.
+"""The Python bot SDK for BCN's `/ws/bot`: write a handler, get a bot.
 
     bot = Bot("ws://127.0.0.1:8765/ws/bot", name="Echo", token_file="echo.token")
 

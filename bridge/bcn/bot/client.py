@@ -1,6 +1,6 @@
-"""`Bot`: a `/ws/bot` client (seed 000) that lets a bot author write only the handler.
+"""`Bot`: a `/ws/bot` client that lets a bot author write only the handler.
 
-The SDK does everything the seed asks of an engine: the `bot.connect` handshake with a
+The SDK does everything BCN asks of an engine: the `bot.connect` handshake with a
 persisted token, `env`, the deprecation notice, `bot.status` heartbeats, reconnecting with
 backoff, ACKing `chat.send` at once and running each answer in its own task, `chat.abort` of
 exactly one run, `chat.history` from its own store, and `chat.inject` observation.
@@ -45,7 +45,12 @@ MessageHandler = Callable[[IncomingMessage, Run], Awaitable[str | None]]
 ObserveHandler = Callable[[IncomingMessage], Awaitable[None]]
 """Sees one `chat.inject` (a message the bot should know about but not answer)."""
 
-_FATAL_CODES = frozenset({ErrorCode.UNSUPPORTED_PROTOCOL_VERSION})
+_FATAL_CODES = frozenset({
+    ErrorCode.UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorCode.INVALID_REQUEST,  # e.g. the name is taken: asking again cannot change that
+    ErrorCode.BOT_ID_CONFLICT,
+})
+"""`bot.connect` refusals that are final: the bot stops with the reason instead of retrying."""
 _ERROR_TEXT_LIMIT = 200
 
 
@@ -339,7 +344,7 @@ class Bot:
         )
 
     def _apply_env(self, env: Any) -> None:
-        """Export the BCN's env for tools the bot runs (seed §4.2); values are never logged."""
+        """Export the BCN's env for tools the bot runs; values are never logged."""
         if not self.apply_env or not isinstance(env, dict):
             return
         applied = []
@@ -463,7 +468,7 @@ class Bot:
                             session_id=run.bcs_group_id)
 
     async def _abort(self, params: dict[str, Any]) -> dict[str, Any]:
-        """Cancel exactly one run and answer once it has stopped (seed §5.3)."""
+        """Cancel exactly one run and answer once it has stopped."""
         run_id = params.get("run_id")
         session_key = params.get("session_key")
         if not isinstance(run_id, str) or not run_id:

@@ -1,6 +1,6 @@
 """The bot's own record of each session, used to answer `chat.history`.
 
-BCN stores no chat messages (seed §5.4): when it needs a session's history it asks the bot.
+BCN stores no chat messages: when it needs a session's history it asks the bot.
 The store keeps a bounded number of messages per `session_key` in memory and, when given a
 path, mirrors them to one JSON file so that history survives a restart.
 """
@@ -17,7 +17,7 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 HistoryEntry = dict[str, Any]
-"""One message as the seed's `chat.history` payload shows it: role, content, timestamp."""
+"""One message as BCN's `chat.history` payload shows it: role, content, timestamp."""
 
 
 class HistoryStore:
@@ -69,7 +69,7 @@ class HistoryStore:
         return [dict(entry) for entry in stored]
 
     def session_id(self, session_key: str) -> str | None:
-        """The BCN group id seen with this session (the seed's `session_id` field)."""
+        """The BCN group id seen with this session (BCN's `session_id` field)."""
         return self._session_ids.get(session_key)
 
     # ------------------------------------------------------------------ file mirror

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class ChannelInfo:
-    """Where a message came from (seed §4.1 identity forwarding; CHANNEL_LINK §2).
+    """Where a message came from (identity forwarding; the channel link §2).
 
     `user_id` and `actor_name` are the platform's own values only when
     `identity_forwarding` is true; they are never an authentication signal.
@@ -116,7 +116,7 @@ class IncomingMessage:
     def sender_name(self) -> str | None:
         """The best display name for whoever wrote this: forwarded actor, else context `from`.
 
-        `actor_name` counts only under `identity_forwarding: true` (seed §4.1: without the
+        `actor_name` counts only under `identity_forwarding: true` (without the
         marker, the usual sender resolution applies).
         """
         if self.channel.identity_forwarding and self.channel.actor_name:
@@ -130,7 +130,7 @@ class IncomingMessage:
 
     @property
     def protocol(self) -> ProtocolMessage | None:
-        """The text-protocol message in `text` (seed 004), or None for ordinary chat."""
+        """The text-protocol message in `text`, or None for ordinary chat."""
         from bridge.protocol import parse
 
         return parse(self.text)
@@ -142,7 +142,7 @@ def text_of(content: Any) -> str:
 
 
 def assistant_message(text: str, timestamp_ms: int | None = None) -> dict[str, Any]:
-    """The `message` object of a `chat.event` (seed §6.1)."""
+    """The `message` object of a `chat.event`."""
     return {
         "role": "assistant",
         "content": [{"type": "text", "text": text}],

@@ -1,4 +1,4 @@
-"""Building the `routing` field a final reply may carry (seed §7), so nobody hand-writes it."""
+"""Building the `routing` field a final reply may carry, so nobody hand-writes it."""
 
 from __future__ import annotations
 

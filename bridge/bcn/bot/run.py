@@ -1,9 +1,9 @@
 """One answer in progress: the handle a message handler streams its reply through.
 
-A run follows the seed's state machine (§6.6): any number of `delta`s (and optional tool
+A run follows BCN's run state machine: any number of `delta`s (and optional tool
 call reports), then exactly one terminal event — `final`, `error` or `aborted`. Once BCN has
 aborted the run, everything the handler still sends is dropped silently, so a handler that
-is slow to notice its cancellation cannot leak late output (seed §5.3). How each event is
+is slow to notice its cancellation cannot leak late output. How each event is
 written (v1/v2 `chat.event` or v3 `chat` / `agent`) is the `Dialect`'s business.
 """
 
@@ -102,7 +102,7 @@ class Run:
         usage: dict[str, Any] | None = None,
         stop_reason: str = "complete",
     ) -> None:
-        """End the run with the complete reply; `routing` picks who answers next (seed §7)."""
+        """End the run with the complete reply; `routing` picks who answers next."""
         sent = await self._send("final", text, ending=RunState.FINAL, routing=routing,
                                 usage=usage, stop_reason=stop_reason)
         if sent and self._on_final:
@@ -147,5 +147,5 @@ class Run:
         return True
 
     async def announce_aborted(self) -> None:
-        """Send the terminal `aborted` event (seed §6.4) once the handler has stopped."""
+        """Send the terminal `aborted` event once the handler has stopped."""
         await self._emit(*self._dialect.chat("aborted", None, stop_reason="aborted"))

@@ -1,6 +1,6 @@
 """Where a bot keeps its BCN token between runs.
 
-The seed (§4.1) asks engines to persist the token and present it on reconnect so BCN restores
+BCN asks engines to persist the token and present it on reconnect so BCN restores
 the same bot identity. The file holds only the token and is created readable by its owner
 alone, because the token is a credential.
 """

@@ -28,7 +28,7 @@ from bridge.protocol import (
 )
 
 _REFERENCE = re.compile(r"^\s*re:\s*(\S+?):\s*(.*)$", re.IGNORECASE | re.DOTALL)
-"""The seed's inline answer to a CLARIFY: `Re: <RequestId>: <answer>`."""
+"""The protocol's inline answer to a CLARIFY: `Re: <RequestId>: <answer>`."""
 
 _ANSWER_FIELDS = ("result", "task", "message", "context")
 

@@ -1,0 +1,66 @@
+"""`bcn-bridge doctor` for a Telegram account: is the token accepted, and will it see messages?
+
+Asks the Bot API what `start()` would (getMe, and getWebhookInfo in polling mode) without
+polling or registering anything, so it is safe beside a running bridge.
+"""
+
+from __future__ import annotations
+
+from telegram import Bot
+from telegram.error import InvalidToken, TelegramError
+from telegram.request import HTTPXRequest
+
+from adapters.telegram.config import TelegramAccountConfig
+from adapters.telegram.redaction import protect_tokens, redact
+from adapters.telegram.startup import privacy_warning
+from bridge.core.adapter import Diagnosis
+
+
+async def diagnose(account: str, config: TelegramAccountConfig) -> list[Diagnosis]:
+    channel = f"telegram:{account}"
+    protect_tokens(config.token.get_secret_value())
+    request = HTTPXRequest(connect_timeout=config.connect_timeout,
+                           read_timeout=config.read_timeout)
+    bot = Bot(config.token.get_secret_value(), base_url=config.bot_api_url,
+              base_file_url=config.bot_file_url, request=request)
+    failure: Diagnosis | None = None
+    try:
+        await bot.initialize()
+    except InvalidToken:
+        failure = Diagnosis.fail(
+            f"{channel}: the Bot API rejected the bot token",
+            f"check accounts.telegram.{account}.token (BotFather's /token shows it)",
+        )
+    except TelegramError as exc:
+        failure = Diagnosis.fail(
+            f"{channel}: cannot reach the Bot API at {config.api_base_url} "
+            f"({redact(f'{type(exc).__name__}: {exc}')})",
+            "check the network and any HTTPS proxy, or "
+            f"accounts.telegram.{account}.api_base_url",
+        )
+    if failure is not None:
+        await request.shutdown()
+        return [failure]
+    try:
+        found = [Diagnosis.ok(f"{channel}: logged in as @{bot.username} (id {bot.id})")]
+        if warning := privacy_warning(bot, account):
+            found.append(Diagnosis.warn(f"{channel}: privacy mode is on", warning))
+        if config.mode == "polling":
+            found.append(await _webhook_check(bot, channel))
+        return found
+    finally:
+        await bot.shutdown()
+
+
+async def _webhook_check(bot: Bot, channel: str) -> Diagnosis:
+    """Polling fails with 409 while a webhook is set for the token."""
+    try:
+        info = await bot.get_webhook_info()
+    except TelegramError as exc:
+        return Diagnosis.warn(f"{channel}: could not ask for the webhook ({redact(str(exc))})")
+    if info.url:
+        return Diagnosis.fail(
+            f"{channel}: a webhook is set for this bot ({info.url}), so polling gets 409",
+            "set mode: webhook for this account, or remove the webhook (Bot API deleteWebhook)",
+        )
+    return Diagnosis.ok(f"{channel}: no webhook set; long polling can run")

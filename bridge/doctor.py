@@ -1,0 +1,227 @@
+"""`bcn-bridge doctor`: everything a deployment needs, checked live, one verdict per line.
+
+The config is loaded as `run` would; then the store is opened and a record written and read
+back; the BCN is reached (a remote one with `bcn.token`, asking it for each bound group; the
+embedded hub's listen address and data directory are tried); and every platform account
+checks itself through its adapter's `diagnose()` (found through the adapter registry, so a
+new platform brings its own check). Nothing is relayed, polled or registered: doctor can run
+beside a bridge that is up.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import socket
+import tempfile
+from collections.abc import Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from bridge.bcn import BcnError, Connection, ConnectionClosed, ErrorCode
+from bridge.config import ConfigError, load_config
+from bridge.config.schema import BridgeConfig
+from bridge.core import registry
+from bridge.core.adapter import Diagnosis
+from bridge.core.link import PROTOCOL_VERSION, channel_url
+from bridge.store import open_store
+from bridge.store.opening import redacted
+from bridge.web.server import WebServer
+
+CHECK_TIMEOUT = 15.0
+"""Seconds any one check may take before it counts as failed."""
+
+Report = Callable[[Diagnosis], None]
+
+
+async def run_doctor(path: str, report: Report) -> bool:
+    """Report every check on `path`'s deployment; True when nothing failed."""
+    results: list[Diagnosis] = []
+
+    def say(item: Diagnosis) -> None:
+        results.append(item)
+        report(item)
+
+    config = check_config(path, say)
+    if config is None:
+        return False
+    for check in (check_store, check_bcn, check_accounts):
+        try:
+            async with asyncio.timeout(CHECK_TIMEOUT * 2):
+                for item in await check(config):
+                    say(item)
+        except TimeoutError:
+            say(Diagnosis.fail(f"{check.__name__.removeprefix('check_')}: no answer within "
+                               f"{CHECK_TIMEOUT * 2:g}s", "check the network path to it"))
+    return not any(item.status == "fail" for item in results)
+
+
+def check_config(path: str, say: Report) -> BridgeConfig | None:
+    try:
+        config = load_config(path)
+    except ConfigError as exc:
+        say(Diagnosis.fail(f"config {path}: {len(exc.issues)} problem(s)",
+                           "fix each line below, then run doctor again"))
+        for issue in exc.issues:
+            say(Diagnosis.fail(f"  {issue}"))
+        return None
+    accounts = sum(len(named) for named in config.accounts.values())
+    say(Diagnosis.ok(f"config {path}: valid ({accounts} account(s), "
+                     f"{len(config.bindings)} binding(s))"))
+    return config
+
+
+async def check_store(config: BridgeConfig) -> list[Diagnosis]:
+    where = redacted(config.store)
+    try:
+        store = await open_store(config.store)
+    except Exception as exc:  # any backend's own error: all we can do is show it
+        return [Diagnosis.fail(f"store {where}: cannot open it ({_reason(exc)})",
+                               "check the path is writable (SQLite) or the server is up "
+                               "(Redis), and the URL in store:")]
+    probe = {"checked": datetime.now(UTC).isoformat()}
+    try:
+        await store.message_map.put("doctor:probe", probe, datetime.now(UTC))
+        back = await store.message_map.get("doctor:probe")
+    except Exception as exc:
+        return [Diagnosis.fail(f"store {where}: opened, but writing failed ({_reason(exc)})",
+                               "check the disk is not full and the file is writable")]
+    finally:
+        await store.close()
+    if back != probe:
+        return [Diagnosis.fail(f"store {where}: a record written was not read back",
+                               "check nothing else rewrites this store")]
+    return [Diagnosis.ok(f"store {where}: opened, written and read back")]
+
+
+async def check_bcn(config: BridgeConfig) -> list[Diagnosis]:
+    if config.bcn.embedded:
+        assert config.hub is not None  # the config rules require it
+        return [_listen_check("hub.listen", config.hub.listen), _data_dir_check(config)]
+    return await _remote_bcn(config)
+
+
+def _listen_check(key: str, listen: str) -> Diagnosis:
+    """Can the address be listened on? In use is fine only if this deployment runs now."""
+    from bridge.listen import parse_listen
+
+    host, port = parse_listen(listen)
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                return Diagnosis.warn(f"{key} {listen} is in use",
+                                      f"fine if this bridge is running now; otherwise change "
+                                      f"{key}")
+            return Diagnosis.fail(f"{key} {listen}: cannot listen ({_reason(exc)})",
+                                  f"change {key} to an address of this machine")
+    return Diagnosis.ok(f"{key} {listen} is free")
+
+
+def _data_dir_check(config: BridgeConfig) -> Diagnosis:
+    assert config.hub is not None
+    data_dir = Path(config.hub.data_dir)
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
+            pass
+    except OSError as exc:
+        return Diagnosis.fail(f"hub.data_dir {data_dir}: not writable ({_reason(exc)})",
+                              "create it for the user the bridge runs as, or change it")
+    return Diagnosis.ok(f"embedded hub: hub.data_dir {data_dir} is writable")
+
+
+async def _remote_bcn(config: BridgeConfig) -> list[Diagnosis]:
+    """Connect a link of our own (no bindings, so nothing is delivered to it) and ask the
+    BCN about every bound group."""
+    bcn = config.bcn
+    url = channel_url(bcn.url)
+    where = redacted(url)
+    async with aiohttp.ClientSession() as session:
+        try:
+            async with asyncio.timeout(CHECK_TIMEOUT):
+                ws = await session.ws_connect(url, heartbeat=None)
+        except (aiohttp.ClientError, OSError, TimeoutError) as exc:
+            return [Diagnosis.fail(f"BCN {where}: cannot connect ({_reason(exc)})",
+                                   "check bcn.url and that the BCN (hub) is running")]
+        conn = Connection(ws, name="doctor", request_timeout=CHECK_TIMEOUT)
+        reader = asyncio.create_task(conn.run())
+        try:
+            return await _ask_bcn(conn, config, where)
+        finally:
+            await conn.close()
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+
+
+async def _ask_bcn(conn: Connection, config: BridgeConfig, where: str) -> list[Diagnosis]:
+    params = {"token": config.bcn.token or "", "protocol_version": PROTOCOL_VERSION,
+              "link_name": f"{config.bcn.link_name}-doctor", "bindings": []}
+    try:
+        await conn.request("channel.connect", params, timeout=CHECK_TIMEOUT)
+    except BcnError as exc:
+        if exc.code == ErrorCode.UNAUTHORIZED:
+            return [Diagnosis.fail(f"BCN {where}: refused bcn.token ({exc.message})",
+                                   "set bcn.token to one of the hub's link_tokens")]
+        return [Diagnosis.fail(f"BCN {where}: refused the link ({exc})")]
+    except (ConnectionClosed, TimeoutError) as exc:
+        return [Diagnosis.fail(f"BCN {where}: no answer to channel.connect ({_reason(exc)})",
+                               "check bcn.url points at a BCN's /ws/channel")]
+    found = [Diagnosis.ok(f"BCN {where}: link accepted (bcn.token is valid)")]
+    for group in sorted({binding.group for binding in config.bindings}):
+        found.append(await _group_check(conn, group))
+    return found
+
+
+async def _group_check(conn: Connection, group: str) -> Diagnosis:
+    try:
+        answer = await conn.request("channel.participants", {"group_id": group})
+    except BcnError as exc:
+        return Diagnosis.fail(f"BCN group {group}: {exc.message}",
+                              "create the group on the BCN, or fix the bindings' group:")
+    except (ConnectionClosed, TimeoutError) as exc:
+        return Diagnosis.fail(f"BCN group {group}: no answer ({_reason(exc)})")
+    bots = [p for p in answer.get("participants") or [] if isinstance(p, dict)]
+    online = [str(p.get("name")) for p in bots if p.get("online")]
+    if not bots:
+        return Diagnosis.warn(f"BCN group {group}: exists, but has no bots",
+                              "add bots to the group, or nobody will answer")
+    return Diagnosis.ok(f"BCN group {group}: {len(bots)} bot(s), online: "
+                        f"{', '.join(online) or 'none yet'}")
+
+
+async def check_accounts(config: BridgeConfig) -> list[Diagnosis]:
+    """Each account checks itself through its adapter (`Adapter.diagnose`)."""
+    found: list[Diagnosis] = []
+    web = WebServer(config.web.listen) if config.web.enabled else None
+    if web is not None:
+        found.append(_listen_check("web.listen", config.web.listen))
+    for channel_type, accounts in config.accounts.items():
+        adapter_cls = registry.adapter_class(channel_type)
+        for name, account_config in accounts.items():
+            adapter = adapter_cls(name, account_config, _no_sink, web=web)
+            try:
+                async with asyncio.timeout(CHECK_TIMEOUT):
+                    found += await adapter.diagnose()
+            except TimeoutError:
+                found.append(Diagnosis.fail(f"{adapter.channel}: no answer within "
+                                            f"{CHECK_TIMEOUT:g}s", "check the network"))
+    if not config.accounts:
+        found.append(Diagnosis.warn("accounts: none configured",
+                                    "add one under accounts: (see docs/config.md)"))
+    return found
+
+
+async def _no_sink(_inbound: Any) -> None:
+    """Doctor relays nothing; adapters are built only to check their accounts."""
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__

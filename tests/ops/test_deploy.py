@@ -1,0 +1,284 @@
+"""deploy/: every file parses, and each is checked against what reads it — the config loader,
+the Kubernetes schemas, systemd, Docker's own Dockerfile parser, the compose structure."""
+
+from __future__ import annotations
+
+import copy
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from bridge.config import ConfigError, load_config, load_section
+from bridge.hub.config import HubConfig
+from tests.support.bridge_process import REPO
+
+DEPLOY = REPO / "deploy"
+K8S = DEPLOY / "k8s"
+K8S_VERSION = "1.30.0"
+ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def yaml_files() -> list[Path]:
+    return sorted(p for p in DEPLOY.rglob("*") if p.suffix in (".yaml", ".yml"))
+
+
+def documents(path: Path) -> list[Any]:
+    return [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc is not None]
+
+
+def compose() -> dict[str, Any]:
+    [spec] = documents(DEPLOY / "compose.yaml")
+    return spec
+
+
+def environment_for(text: str) -> dict[str, str]:
+    """A value for every `${VAR}` the text uses (as the env file or Secret would give)."""
+    return {name: f"value-of-{name.lower()}" for name in ENV_VAR.findall(text)}
+
+
+def test_every_yaml_file_parses() -> None:
+    assert len(yaml_files()) >= 12
+    for path in yaml_files():
+        assert documents(path), path
+
+
+# ---------------------------------------------------------------------- the configs
+
+def load_deploy_config(path: Path, text: str | None = None) -> None:
+    """Load a bridge config as `bcn-bridge run` would. While this tree has no Redis store the
+    only problem allowed is that one: everything else in the file must be valid."""
+    if text is not None:
+        path.write_text(text, encoding="utf-8")
+    source = path.read_text(encoding="utf-8")
+    try:
+        config = load_config(path, environ=environment_for(source))
+    except ConfigError as exc:
+        problems = [issue for issue in exc.issues
+                    if not (issue.path == "store" and "not implemented yet" in issue.message)]
+        assert problems == [], str(exc)
+        return
+    assert config.bcn.url == "ws://hub:8765" or config.bcn.url.startswith("ws://bcn-hub")
+
+
+@pytest.mark.parametrize("name", ["bridge-web.yaml", "bridge.yaml", "single.yaml"])
+def test_the_bridge_configs_load(name: str) -> None:
+    load_deploy_config(DEPLOY / "config" / name)
+
+
+def test_scaled_instances_share_redis_and_name_their_links_apart() -> None:
+    for name in ("bridge-web.yaml", "bridge.yaml"):
+        [config] = documents(DEPLOY / "config" / name)
+        assert re.fullmatch(r"redis://[a-z-]+:6379/\d+", config["store"])
+        assert config["bcn"]["link_name"] == "${HOSTNAME}"
+        assert config["bcn"]["token"] == "${BCN_LINK_TOKEN}"
+    [single] = documents(DEPLOY / "config" / "single.yaml")
+    assert single["store"].startswith("sqlite:////var/lib/bcn-bridge/")
+
+
+def test_the_hub_configs_load() -> None:
+    path = DEPLOY / "config" / "hub.yaml"
+    hub = load_section(path, "hub", HubConfig, environ=environment_for(path.read_text()))
+    assert hub.listen == "0.0.0.0:8765" and [g.id for g in hub.groups] == ["demo"]
+
+
+def test_the_configmap_files_load(tmp_path: Path) -> None:
+    [configmap] = [d for d in documents(K8S / "configmap.yaml") if d["kind"] == "ConfigMap"]
+    assert set(configmap["data"]) == {"hub.yaml", "bridge.yaml"}
+    hub_file = tmp_path / "hub.yaml"
+    hub_file.write_text(configmap["data"]["hub.yaml"], encoding="utf-8")
+    hub = load_section(hub_file, "hub", HubConfig,
+                       environ=environment_for(configmap["data"]["hub.yaml"]))
+    assert {bot.name for bot in hub.bots} == {"Echo", "Rules"}
+    load_deploy_config(tmp_path / "bridge.yaml", configmap["data"]["bridge.yaml"])
+    [secret] = documents(K8S / "secret.yaml")
+    used = {name for text in configmap["data"].values() for name in ENV_VAR.findall(text)}
+    assert used - {"HOSTNAME"} <= set(secret["stringData"])  # every secret the files read
+
+
+# ---------------------------------------------------------------------- compose
+
+SERVICE_KEYS = {
+    "image", "build", "command", "environment", "env_file", "volumes", "ports", "depends_on",
+    "healthcheck", "restart", "hostname", "profiles",
+}
+
+
+def test_compose_services_healthchecks_and_order() -> None:
+    spec = compose()
+    assert set(spec) <= {"name", "services", "volumes", "x-bcn"}
+    services = spec["services"]
+    assert set(services) == {"redis", "hub", "bridge-1", "bridge-2", "bridge-single",
+                             "echo", "rules"}
+    for name, service in services.items():
+        assert set(service) <= SERVICE_KEYS, (name, set(service) - SERVICE_KEYS)
+        assert service["restart"] == "unless-stopped", name
+        assert "image" in service, name
+        check = service["healthcheck"]
+        if name in ("echo", "rules"):
+            assert check == {"disable": True}  # no HTTP port to ask
+        else:
+            assert check["test"][0] == "CMD" and {"interval", "timeout", "retries"} <= set(check)
+        for needed, condition in (service.get("depends_on") or {}).items():
+            assert needed in services and condition == {"condition": "service_healthy"}
+            assert "disable" not in services[needed]["healthcheck"], needed
+        for volume in service.get("volumes") or []:
+            source = volume.split(":", 1)[0]
+            if source.startswith("./"):
+                assert (DEPLOY / source).is_file(), volume
+            else:
+                assert source in spec["volumes"], volume
+    bridges = ("bridge-1", "bridge-2")
+    assert services["bridge-1"]["hostname"] != services["bridge-2"]["hostname"]
+    assert all(services[b]["depends_on"].keys() == {"redis", "hub"} for b in bridges)
+    assert services["bridge-single"]["profiles"] == ["single"]
+    assert "redis" not in services["bridge-single"]["depends_on"]
+    assert all("profiles" not in services[n] for n in services if n != "bridge-single")
+    ports = [port.rsplit(":", 2)[-2] for s in services.values() for port in s.get("ports", [])]
+    assert len(ports) == len(set(ports))
+    for bridge in ("bridge-1", "bridge-2", "bridge-single"):
+        assert "8080/healthz" in " ".join(services[bridge]["healthcheck"]["test"])
+
+
+def test_compose_reads_secrets_from_the_env_file() -> None:
+    spec = compose()
+    for name in ("hub", "bridge-1", "bridge-2", "bridge-single", "echo", "rules"):
+        assert spec["services"][name]["env_file"] == ["bcn.env"]
+    example = (DEPLOY / "bcn.env.example").read_text(encoding="utf-8")
+    assert "BCN_LINK_TOKEN=" in example
+    assert "bcn.env" in (REPO / ".gitignore").read_text(encoding="utf-8")  # never committed
+
+
+# ---------------------------------------------------------------------- Kubernetes
+
+def manifests() -> list[tuple[Path, dict[str, Any]]]:
+    listed = documents(K8S / "kustomization.yaml")[0]["resources"]
+    assert sorted(listed) == sorted(p.name for p in K8S.glob("*.yaml")
+                                    if p.name != "kustomization.yaml")
+    return [(K8S / name, doc) for name in listed for doc in documents(K8S / name)]
+
+
+def test_every_manifest_validates_against_the_kubernetes_schema() -> None:
+    kubernetes_validate = pytest.importorskip("kubernetes_validate")
+    for _, doc in manifests():
+        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)  # raises when invalid
+    # The check can fail: a misspelt field is refused.
+    deployment = next(doc for _, doc in manifests() if doc["kind"] == "Deployment")
+    broken = copy.deepcopy(deployment)
+    broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGett"] = {}
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
+
+
+def test_the_bridge_runs_several_replicas_with_probes_and_a_budget() -> None:
+    by_name = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in manifests()}
+    bridge = by_name[("Deployment", "bcn-bridge")]
+    assert bridge["spec"]["replicas"] > 1
+    [container] = bridge["spec"]["template"]["spec"]["containers"]
+    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
+    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+    assert container["envFrom"] == [{"secretRef": {"name": "bcn-bridge"}}]
+    pdb = by_name[("PodDisruptionBudget", "bcn-bridge")]
+    labels = bridge["spec"]["template"]["metadata"]["labels"]
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"]["minAvailable"] < bridge["spec"]["replicas"]
+    hub = by_name[("Deployment", "bcn-hub")]
+    assert hub["spec"]["replicas"] == 1 and hub["spec"]["strategy"]["type"] == "Recreate"
+    for _, doc in manifests():
+        pod = doc.get("spec", {}).get("template", {}).get("spec")
+        if pod is not None:
+            assert pod["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
+
+
+def test_kustomize_renders_the_manifests() -> None:
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot be tried")
+    done = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
+    assert len(rendered) == len(manifests())
+    assert {doc["metadata"].get("namespace") for doc in rendered
+            if doc["kind"] != "Namespace"} == {"bcn-bridge"}
+
+
+# ---------------------------------------------------------------------- systemd
+
+@pytest.mark.parametrize("unit", ["bcn-hub.service", "bcn-bridge.service"])
+def test_systemd_units_are_hardened(unit: str) -> None:
+    text = (DEPLOY / "systemd" / unit).read_text(encoding="utf-8")
+    settings = dict(re.findall(r"^(\w+)=(.*)$", text, flags=re.MULTILINE))
+    command = "hub" if unit == "bcn-hub.service" else "run"
+    assert settings["ExecStart"].startswith(f"/usr/local/bin/bcn-bridge {command} -c /etc/")
+    assert settings["DynamicUser"] == "yes" and settings["ProtectSystem"] == "strict"
+    assert settings["StateDirectory"] and settings["Restart"] == "on-failure"
+    assert settings["NoNewPrivileges"] == "yes" and settings["EnvironmentFile"]
+
+
+@pytest.mark.parametrize("unit", ["bcn-hub.service", "bcn-bridge.service"])
+def test_systemd_accepts_the_units(unit: str, tmp_path: Path) -> None:
+    analyze, script = shutil.which("systemd-analyze"), shutil.which("bcn-bridge")
+    if analyze is None or script is None:
+        pytest.skip("needs systemd-analyze and an installed bcn-bridge script")
+    text = (DEPLOY / "systemd" / unit).read_text(encoding="utf-8")
+    (tmp_path / unit).write_text(text.replace("/usr/local/bin/bcn-bridge", script))
+    (tmp_path / "bogus.service").write_text("[Service]\nExecStart=/bin/true\nBogusKey=1\n")
+
+    def verify(name: str) -> str:
+        done = subprocess.run([analyze, "verify", str(tmp_path / name)], capture_output=True,
+                              text=True, timeout=60)
+        return done.stdout + done.stderr
+
+    assert "Unknown key" in verify("bogus.service")  # the check can fail
+    assert verify(unit) == ""
+
+
+# ---------------------------------------------------------------------- the image
+
+def dockerfile() -> list[Any]:
+    parser = pytest.importorskip("dockerfile")  # Docker's own (Go) Dockerfile parser
+    return list(parser.parse_file(str(DEPLOY / "Dockerfile")))
+
+
+def test_the_dockerfile_is_multi_stage_non_root_and_checks_health() -> None:
+    commands = dockerfile()
+    stages = [i for i, c in enumerate(commands) if c.cmd.upper() == "FROM"]
+    assert len(stages) >= 2
+    final = commands[stages[-1]:]
+    by_kind: dict[str, list[Any]] = {}
+    for command in final:
+        by_kind.setdefault(command.cmd.upper(), []).append(command)
+    assert "slim" in final[0].value[0]
+    [user] = by_kind["USER"]
+    assert user.value[0].split(":")[0] not in ("root", "0")
+    [check] = by_kind["HEALTHCHECK"]
+    assert "BCN_HEALTH_URL" in check.original and any("--interval" in f for f in check.flags)
+    assert "/healthz" in " ".join(c.original for c in by_kind["ENV"])
+    assert "/var/lib/bcn-bridge" in by_kind["VOLUME"][0].original
+    assert by_kind["ENTRYPOINT"][0].value == ("bcn-bridge",)
+    for command in commands:
+        if command.cmd.upper() == "COPY" and not any(f.startswith("--from") for f in command.flags):
+            for source in command.value[:-1]:
+                assert (REPO / source).exists(), source
+
+
+def test_docker_builds_the_image() -> None:
+    docker = shutil.which("docker")
+    if docker is None:
+        pytest.skip("the docker CLI is not installed")
+    info = subprocess.run([docker, "info"], capture_output=True, text=True, timeout=60)
+    if info.returncode != 0:
+        pytest.skip("no Docker engine answers `docker info` here, so the image cannot be built")
+    done = subprocess.run(
+        [docker, "build", "-f", str(DEPLOY / "Dockerfile"), "-t", "bcn-bridge:test", str(REPO)],
+        capture_output=True, text=True, timeout=1200,
+    )
+    assert done.returncode == 0, done.stderr[-4000:]
+    version = subprocess.run([docker, "run", "--rm", "bcn-bridge:test", "--version"],
+                             capture_output=True, text=True, timeout=120)
+    assert version.stdout.startswith("bcn-bridge ")
