@@ -137,7 +137,8 @@ class RelayContext:
         """A bot's final, through the lane's loop guard, in one store write: queued when
         allowed, held while the chat is paused (the chat is told once, when it pauses).
         False only for a replayed delivery (nothing done). `inbound_at`: when the human
-        message it answers arrived (for the relay latency metric)."""
+        message it answers arrived (the relay latency metric; such a reply is not counted
+        by the guard while it counts nothing)."""
         item = self._item(lane, binding, markdown, sender_label=sender_label,
                           kind=OutboundKind.FINAL, run_id=run_id, conversation=conversation,
                           protocol=protocol, inbound_at=inbound_at)
@@ -147,6 +148,7 @@ class RelayContext:
         verdict, _ = await self.store.loop_guard.post(
             lane.key, item, limit=guard.max_messages, window=guard.window_seconds,
             keep=guard.max_messages, once=once, now=self.clock(),
+            answers_human=inbound_at is not None,
         )
         if verdict == "allow":
             self.outbox.adopt([item])

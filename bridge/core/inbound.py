@@ -25,7 +25,6 @@ from bridge.core.protocol_flow import (
     natural_text,
     refusal,
 )
-from bridge.core.spool import binding_key
 from bridge.protocol import DEFAULT_DEPTH, Depth, ProtocolMessage, parse
 from bridge.store.records import Conversation
 
@@ -286,8 +285,6 @@ class InboundPipeline:
         key = dedupe_key(msg)
         if key in self._handling:
             self._handling[key] = True
-        if deliver == "auto":
-            await self.ctx.state.note_arrival(binding_key(binding), msg_id)
         log.debug("handing message %s to the BCN (deliver: %s)", msg_id, deliver)
         await self.ctx.spool.hand_off(lane, binding, params, key)
 

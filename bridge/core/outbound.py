@@ -18,7 +18,6 @@ from bridge.core.context import RelayContext
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
-from bridge.core.spool import binding_key
 from bridge.protocol import parse
 
 log = logging.getLogger(__name__)
@@ -91,7 +90,8 @@ class OutboundPipeline:
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
-        asked_at = await ctx.state.arrival(binding_key(binding), params.get("source_msg_id"))
+        asked_at = await ctx.state.arrival(binding.channel, binding.chat,
+                                           params.get("source_msg_id"))
         log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
         return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
                                          conversation=session, protocol=protocol, once=once,

@@ -76,19 +76,10 @@ class RelayState:
         await self.store.message_map.put(f"clarifying:{lane}", {"may": may}, self.clock())
 
     # ------------------------------------------------------------------ arrivals
-    async def note_arrival(self, binding: str, msg_id: str) -> None:
-        """When a message asking for an answer reached the bridge (any instance may post the
-        reply, so the time is in the store): `bcn_bridge_relay_seconds` starts here."""
-        await self.store.message_map.put(
-            f"arrived:{binding}|{msg_id}", {"at": self.clock().isoformat()}, self.clock()
-        )
-
-    async def arrival(self, binding: str, msg_id: Any) -> datetime | None:
-        """When the message a bot reply answers (its `source_msg_id`) arrived, if known."""
+    async def arrival(self, channel: str, chat: str, msg_id: Any) -> datetime | None:
+        """When the message a bot reply answers (its `source_msg_id`) was accepted, if known:
+        the time its dedupe key was written, so no extra write per message is needed for
+        `bcn_bridge_relay_seconds` (any instance may post the reply; the time is shared)."""
         if not isinstance(msg_id, str) or not msg_id:
             return None
-        found = await self.store.message_map.get(f"arrived:{binding}|{msg_id}")
-        try:
-            return datetime.fromisoformat(found["at"]) if found else None
-        except (KeyError, TypeError, ValueError):
-            return None
+        return await self.store.seen.when(f"in:{channel}|{chat}|{msg_id}")

@@ -101,10 +101,15 @@ class LoopGuardStore(ABC):
         keep: int,
         once: str | None,
         now: datetime,
+        answers_human: bool = False,
     ) -> tuple[Posted, int | None]:
         """A bot's output for the lane, in one transaction: counted by the guard, then
         queued in the outbox when allowed (its id is returned) or held when the lane is
         paused; `once` is claimed in `seen` too — a replay ("seen") changes nothing.
+
+        `answers_human`: the output answers a human's message, and is not counted while the
+        lane's guard counts nothing (a reply to a person is no bot talking to bots; in a
+        plain human ↔ bot exchange the guard then never writes at all).
 
         One write where counting, remembering the delivery and queueing took three.
         """

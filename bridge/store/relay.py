@@ -25,6 +25,10 @@ class SeenStore(ABC):
         """Was `key` seen already? (Asking does not remember it.)"""
 
     @abstractmethod
+    async def when(self, key: str) -> datetime | None:
+        """When `key` was first seen (None if never): e.g. when a message was accepted."""
+
+    @abstractmethod
     async def prune(self, before: datetime) -> int:
         """Forget keys first seen before the cut-off; returns how many."""
 

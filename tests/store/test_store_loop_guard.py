@@ -80,3 +80,22 @@ async def test_a_bot_output_is_counted_and_queued_or_held_in_one_step(store: Sto
     released = await store.loop_guard.human_spoke(LANE)
     assert released is not None
     assert [item.parts for item in released.items] == [["o2"], ["o3"]]
+
+
+async def test_a_reply_to_a_person_is_not_counted_while_the_guard_counts_nothing(
+    store: Store,
+) -> None:
+    policy = {"limit": 2, "window": 60.0, "keep": 5}
+    for n in range(5):  # a person and a bot, taking turns: never paused, nothing written
+        verdict, item_id = await store.loop_guard.post(
+            LANE, output(f"reply {n}"), once=f"h{n}", now=at(n), answers_human=True, **policy
+        )
+        assert verdict == "allow" and item_id is not None
+        assert await store.loop_guard.human_spoke(LANE) is None
+    assert not await store.loop_guard.is_paused(LANE)
+    # Once bots talk among themselves the guard counts, replies to people included.
+    await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(10))
+    await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(11))
+    verdict, _ = await store.loop_guard.post(LANE, output("now counted"), once="h9",
+                                             now=at(12), answers_human=True, **policy)
+    assert verdict == "tripped"

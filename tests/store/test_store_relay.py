@@ -131,3 +131,10 @@ async def test_many_parts_are_recorded_without_rewriting_the_item(store: Store) 
     [pending] = await store.outbox.pending()
     assert pending.sent == [f"m-{n}" for n in range(199)] + [None]
     assert pending.parts == parts
+
+
+async def test_a_seen_key_tells_when_it_was_first_seen(store: Store) -> None:
+    assert await store.seen.when("k") is None
+    await store.seen.add("k", T0)
+    await store.seen.add("k", T0 + timedelta(hours=1))  # seen again: the first time stays
+    assert await store.seen.when("k") == T0

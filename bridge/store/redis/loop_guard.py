@@ -92,6 +92,7 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
         keep: int,
         once: str | None,
         now: datetime,
+        answers_human: bool = False,
     ) -> tuple[Posted, int | None]:
         if once is not None and await self._redis.zscore(self._keys.seen, once) is not None:
             return "seen", None  # a replay; the claim below settles a race with another one
@@ -99,12 +100,16 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
         seen_at = to_micros(now)
 
         async def attempt(pipe: Pipeline) -> Plan[tuple[Posted, int | None]]:
-            state = decode_guard(await pipe.hgetall(key))
-            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+            fields = await pipe.hgetall(key)
+            state = decode_guard(fields)
+            counted = not (answers_human and not fields)
+            verdict = (guard_turn(state, limit=limit, window=window, now=now.timestamp())
+                       if counted else "allow")
 
             async def write(pipe: Pipeline) -> None:
-                pipe.hset(key, mapping=encode_guard(state))
-                pipe.pexpire(key, state_ttl_ms(state, window))
+                if counted:
+                    pipe.hset(key, mapping=encode_guard(state))
+                    pipe.pexpire(key, state_ttl_ms(state, window))
                 if verdict == "allow":
                     await self._outbox.append(
                         encode_queued_item(item), once=once, seen_at=now, group=item.lane,
@@ -118,7 +123,7 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
                     )
 
             def outcome(replies: list[Any]) -> tuple[Posted, int | None]:
-                queued = replies[2]
+                queued = replies[2 if counted else 0]
                 if verdict == "allow":
                     if queued is None:
                         return "seen", None

@@ -9,7 +9,7 @@ from typing import Any
 
 from redis.asyncio import Redis
 
-from bridge.store.micros import to_micros
+from bridge.store.micros import from_micros, to_micros
 from bridge.store.redis.aging import prune_by_age
 from bridge.store.redis.codec import (
     decode_queued_item,
@@ -43,6 +43,10 @@ class RedisSeenStore(RedisConcern, SeenStore):
 
     async def has(self, key: str) -> bool:
         return await self._redis.zscore(self._keys.seen, key) is not None
+
+    async def when(self, key: str) -> datetime | None:
+        score = await self._redis.zscore(self._keys.seen, key)
+        return None if score is None else from_micros(int(score))
 
     async def prune(self, before: datetime) -> int:
         return await prune_by_age(self._scripts, self._keys.seen, before)

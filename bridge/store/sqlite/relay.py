@@ -48,6 +48,10 @@ class SqliteSeenStore(SeenStore):
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
         return row is not None
 
+    async def when(self, key: str) -> datetime | None:
+        row = self._db.execute("SELECT seen_at FROM seen_keys WHERE key = ?", (key,)).fetchone()
+        return from_micros(row[0]) if row else None
+
     async def prune(self, before: datetime) -> int:
         async with write_step(self._db):
             cursor = self._db.execute(
@@ -279,12 +283,16 @@ class SqliteLoopGuardStore(LoopGuardStore):
         keep: int,
         once: str | None,
         now: datetime,
+        answers_human: bool = False,
     ) -> tuple[Posted, int | None]:
         async with write_step(self._db):
             if once is not None and not _claim(self._db, once, now):
                 return "seen", None
-            state = self._state(lane) or LaneGuard()
-            verdict = guard_turn(state, limit=limit, window=window, now=now.timestamp())
+            found = self._state(lane)
+            state = found or LaneGuard()
+            counted = not (answers_human and found is None)
+            verdict = (guard_turn(state, limit=limit, window=window, now=now.timestamp())
+                       if counted else "allow")
             created = to_micros(item.created_at) if item.created_at else None
             item_id = None
             if verdict == "allow":
@@ -300,7 +308,8 @@ class SqliteLoopGuardStore(LoopGuardStore):
                 )
             else:
                 state.held_over += 1
-            self._save(lane, state)
+            if counted:
+                self._save(lane, state)
         return verdict, item_id
 
     def _held(self, lane: str) -> int:
@@ -339,11 +348,14 @@ class SqliteStreamStore(StreamStore):
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
-    def _text(self, run_id: str) -> str:
+    def _deltas(self, run_id: str) -> list[str]:
         rows = self._db.execute(
             "SELECT text FROM run_deltas WHERE run_id = ? ORDER BY seq", (run_id,)
         ).fetchall()
-        return "".join(row[0] for row in rows)
+        return [row[0] for row in rows]
+
+    def _text(self, run_id: str) -> str:
+        return "".join(self._deltas(run_id))
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
         async with write_step(self._db):
@@ -354,10 +366,7 @@ class SqliteStreamStore(StreamStore):
         return self._text(run_id)
 
     async def take(self, run_id: str) -> str:
-        text = self._text(run_id)
-        if not text and not self._db.execute(
-            "SELECT 1 FROM run_deltas WHERE run_id = ? LIMIT 1", (run_id,)
-        ).fetchone():
+        if not self._deltas(run_id):
             return ""  # a run that did not stream (the common case): nothing to write
         async with write_step(self._db):
             text = self._text(run_id)
