@@ -89,6 +89,7 @@ class BridgeApp:
             commands=config.commands,
             sweep_interval=self.sweep_interval,
             spool_limit=config.bcn.spool_limit,
+            max_reply_chars=config.relay.max_reply_chars,
             metrics=self.metrics,
             **self.relay_options,
         )

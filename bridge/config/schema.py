@@ -26,6 +26,7 @@ from bridge.config.sections import (
     BcnSection,
     CommandNames,
     LogSection,
+    RelaySection,
     WebSection,
     check_store_url,
 )
@@ -37,7 +38,7 @@ ModelT = TypeVar("ModelT", bound=BaseModel)
 
 ACCOUNT_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 
-SECTIONS = ("hub", "bcn", "store", "web", "log", "accounts", "bindings", "commands")
+SECTIONS = ("hub", "bcn", "store", "web", "log", "relay", "accounts", "bindings", "commands")
 
 AccountConfigs = dict[str, dict[str, SerializeAsAny[BaseModel]]]
 """`accounts[type][name]` -> the config model instance the adapter of `type` declares."""
@@ -59,6 +60,7 @@ class BridgeConfig(BaseModel):
     )
     web: WebSection = Field(default_factory=WebSection)
     log: LogSection = Field(default_factory=LogSection)
+    relay: RelaySection = Field(default_factory=RelaySection)
     accounts: AccountConfigs = Field(
         default_factory=dict, description="Platform accounts by channel type, then by name."
     )

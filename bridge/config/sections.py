@@ -107,6 +107,18 @@ class LogSection(BaseModel):
         return value.lower() if isinstance(value, str) else value
 
 
+class RelaySection(BaseModel):
+    """Bounds on what one bot output may cost the bridge."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_reply_chars: int = Field(
+        100_000, ge=1000,
+        description="Longest bot reply shown; a longer one is cut there and says so (one "
+        "runaway reply must not cost every chat its turn).",
+    )
+
+
 _COMMAND_NAME = re.compile(r"^[a-z0-9_]{1,32}$")
 CommandName = str | Literal[False]
 

@@ -6,8 +6,10 @@ One object, built once by the `Relay`, so pipeline steps stay small functions of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -21,7 +23,7 @@ from bridge.core.link import LinkClient
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.relay_state import GroupBots, RelayState
-from bridge.core.render import render_parts
+from bridge.core.render import render_parts_soon
 from bridge.core.spool import InboundSpool
 from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
@@ -48,10 +50,16 @@ class RelayContext:
     clock: Callable[[], datetime]
     commands: CommandNames = field(default_factory=CommandNames)
     bridge_name: str = BRIDGE_NAME
+    max_reply_chars: int = 100_000
+    """Longest bot output shown; longer ones are cut (see `OutboundPipeline.truncated`)."""
     background: Background = field(default_factory=lambda: Background("relay-io"))
     metrics: BridgeMetrics = field(default_factory=BridgeMetrics)
     _warned_unbound: set[str] = field(default_factory=set)
     _by_chat: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
+    _ordering: weakref.WeakValueDictionary[str, asyncio.Lock] = field(
+        default_factory=weakref.WeakValueDictionary
+    )
+    """Per-lane queueing order (see `_in_order`); a lock nobody holds is forgotten."""
     _typing_at: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -116,10 +124,12 @@ class RelayContext:
         `once`: a `seen` key recorded in the same transaction (see `Outbox.put`). True when
         the output was queued by this call.
         """
-        item = self._item(lane, binding, markdown, sender_label=sender_label, kind=kind,
-                          run_id=run_id, conversation=conversation, protocol=protocol,
-                          reply_to=reply_to, from_human=from_human, inbound_at=inbound_at)
-        return item is not None and await self.outbox.put(item, once=once)
+        async with self._in_order(lane):
+            item = await self._item(lane, binding, markdown, sender_label=sender_label,
+                                    kind=kind, run_id=run_id, conversation=conversation,
+                                    protocol=protocol, reply_to=reply_to,
+                                    from_human=from_human, inbound_at=inbound_at)
+            return item is not None and await self.outbox.put(item, once=once)
 
     async def post_bot_output(
         self,
@@ -139,17 +149,19 @@ class RelayContext:
         False only for a replayed delivery (nothing done). `inbound_at`: when the human
         message it answers arrived (the relay latency metric; such a reply is not counted
         by the guard while it counts nothing)."""
-        item = self._item(lane, binding, markdown, sender_label=sender_label,
-                          kind=OutboundKind.FINAL, run_id=run_id, conversation=conversation,
-                          protocol=protocol, inbound_at=inbound_at)
-        if item is None:
-            return False
-        guard = binding.loop_guard
-        verdict, _ = await self.store.loop_guard.post(
-            lane.key, item, limit=guard.max_messages, window=guard.window_seconds,
-            keep=guard.max_messages, once=once, now=self.clock(),
-            answers_human=inbound_at is not None,
-        )
+        async with self._in_order(lane):
+            item = await self._item(lane, binding, markdown, sender_label=sender_label,
+                                    kind=OutboundKind.FINAL, run_id=run_id,
+                                    conversation=conversation, protocol=protocol,
+                                    inbound_at=inbound_at)
+            if item is None:
+                return False
+            guard = binding.loop_guard
+            verdict, _ = await self.store.loop_guard.post(
+                lane.key, item, limit=guard.max_messages, window=guard.window_seconds,
+                keep=guard.max_messages, once=once, now=self.clock(),
+                answers_human=inbound_at is not None,
+            )
         if verdict == "allow":
             self.outbox.adopt([item])
         elif verdict != "seen":
@@ -158,7 +170,16 @@ class RelayContext:
                 await self._tell_paused(lane, binding)
         return verdict != "seen"
 
-    def _item(
+    def _in_order(self, lane: Lane) -> asyncio.Lock:
+        """One lane's outputs are rendered and queued one at a time, in the order they came:
+        a long one rendered off the loop must not let a later one overtake it (a delta of a
+        run landing after its final would edit the finished reply back)."""
+        lock = self._ordering.get(lane.key)
+        if lock is None:
+            lock = self._ordering[lane.key] = asyncio.Lock()
+        return lock
+
+    async def _item(
         self,
         lane: Lane,
         binding: Binding,
@@ -178,7 +199,7 @@ class RelayContext:
         if adapter is None:
             log.warning("no adapter for %s; cannot post", lane.channel)
             return None
-        parts = render_parts(
+        parts = await render_parts_soon(
             markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
         )
         return OutboxItem(

@@ -76,8 +76,9 @@ class OutboundPipeline:
             streamed = await ctx.store.streams.append(run_id, seq, text, ctx.clock())
             ctx.show_typing(lane)
             if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):
-                await ctx.post(lane, binding, streamed, sender_label=bot,
-                               kind=OutboundKind.DELTA, run_id=run_id, conversation=session)
+                await ctx.post(lane, binding, truncated(streamed, ctx.max_reply_chars),
+                               sender_label=bot, kind=OutboundKind.DELTA, run_id=run_id,
+                               conversation=session)
             return False
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
@@ -87,6 +88,10 @@ class OutboundPipeline:
             text = streamed
         if kind == "final" and not text.strip():
             return False  # a bot that chose to stay quiet (every run must end with a final)
+        if len(text) > ctx.max_reply_chars:
+            log.warning("%s's reply of %d characters is cut to %d (relay.max_reply_chars)",
+                        bot, len(text), ctx.max_reply_chars)
+            text = truncated(text, ctx.max_reply_chars)
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
@@ -139,3 +144,17 @@ class OutboundPipeline:
             return None
         record = await self.ctx.store.message_map.get(f"src:{source_msg_id}")
         return PendingRequest.from_record(record) if record else None
+
+
+def truncated(text: str, limit: int) -> str:
+    """At most `limit` characters of a reply, and a line saying what was left out.
+
+    The cut falls on a line break near the limit when there is one, so a reply does not end
+    mid-word; a code block left open is closed by the renderer like any other.
+    """
+    if len(text) <= limit:
+        return text
+    cut = text.rfind("\n", limit - 2000, limit)
+    kept = text[: cut if cut > 0 else limit].rstrip()
+    return (f"{kept}\n\n… (reply truncated: {len(text):,} characters; "
+            f"the first {len(kept):,} are shown)")

@@ -58,6 +58,7 @@ class Relay:
         timeouts: Mapping[str, timedelta] | None = None,
         sweep_interval: float = 15.0,
         bridge_name: str = BRIDGE_NAME,
+        max_reply_chars: int = 100_000,
         outbox_retry_initial: float = 0.5,
         retention: timedelta = timedelta(days=7),
         spool_limit: int = DEFAULT_SPOOL_LIMIT,
@@ -103,6 +104,7 @@ class Relay:
             clock=clock,
             commands=commands or CommandNames(),
             bridge_name=bridge_name,
+            max_reply_chars=max_reply_chars,
             metrics=metrics,
         )
         self.inbound = InboundPipeline(self.ctx)

@@ -10,7 +10,9 @@ inside a protocol block that would fit in a part of its own, nor inside a fence 
 
 from __future__ import annotations
 
+import bisect
 import html
+import itertools
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -187,9 +189,8 @@ class _Splitter:
         self._contexts = contexts
         self._platform = platform
         self._limit = limit
-        self._totals = [0]
-        for atom in atoms:
-            self._totals.append(self._totals[-1] + atom.weight)
+        self._totals = list(itertools.accumulate((atom.weight for atom in atoms), initial=0))
+        self._close_weights: dict[_Context, int] = {}
         visible = "".join(atom.visible or "\x00" for atom in atoms)
         self._guarded = self._protected_positions(visible)
 
@@ -232,34 +233,54 @@ class _Splitter:
         return prefix + body + closing.close(), self._skip_separator(cut, closing)
 
     def _farthest_end(self, start: int, room: int) -> int:
-        end = start
-        while end < len(self._atoms) and self._totals[end + 1] - self._totals[start] <= room:
-            end += 1
-        return end
+        # The running totals only grow: a binary search, not a walk through the part.
+        end = bisect.bisect_right(self._totals, self._totals[start] + room) - 1
+        return max(start, min(end, len(self._atoms)))
+
+    def _closing_weight(self, context: _Context) -> int:
+        weight = self._close_weights.get(context)
+        if weight is None:
+            weight = self._close_weights[context] = self._weigh(context.close())
+        return weight
 
     def _fits(self, start: int, cut: int, room: int) -> bool:
-        closing = self._contexts[cut].close()
-        return self._totals[cut] - self._totals[start] + self._weigh(closing) <= room
+        closing = self._closing_weight(self._contexts[cut])
+        return self._totals[cut] - self._totals[start] + closing <= room
 
-    def _choose_cut(self, start: int, farthest: int, room: int) -> int | None:
-        if farthest == len(self._atoms) and self._fits(start, farthest, room):
-            return farthest
-        candidates = [
-            (cut, self._rank(cut))
-            for cut in range(farthest, start, -1)
-            if cut not in self._guarded
+    def _allowed(self, start: int, cut: int, room: int) -> bool:
+        return (
+            cut not in self._guarded
             and not self._contexts[cut].in_delimiter
             and not self._atoms[cut - 1].opens
             and self._fits(start, cut, room)
-        ]
-        if not candidates:
-            return None
+        )
+
+    def _choose_cut(self, start: int, farthest: int, room: int) -> int | None:
+        """The latest cut in the later half of the room with the best boundary, found by
+        walking back from the farthest cut and stopping at the first paragraph break: the
+        work per part is the distance to that break, not the size of the part."""
+        if farthest == len(self._atoms) and self._fits(start, farthest, room):
+            return farthest
         halfway = start + (farthest - start) // 2
+        latest: dict[int, int] = {}
+        """rank -> the latest allowed cut of that rank in the later half."""
+        for cut in range(farthest, halfway, -1):
+            if not self._allowed(start, cut, room):
+                continue
+            rank = self._rank(cut)
+            latest.setdefault(rank, cut)
+            if rank == _PARAGRAPH:
+                break
         for wanted in (_PARAGRAPH, _LINE, _WORD, _GRAPHEME):
-            for cut, rank in candidates:
-                if rank >= wanted and cut > halfway:
-                    return cut
-        return max(candidates, key=lambda candidate: (candidate[1], candidate[0]))[0]
+            found = [cut for rank, cut in latest.items() if rank >= wanted]
+            if found:
+                return max(found)
+        # No boundary in the later half (one endless grapheme run): the best anywhere.
+        candidates = [
+            (self._rank(cut), cut) for cut in range(farthest, start, -1)
+            if self._allowed(start, cut, room)
+        ]
+        return max(candidates)[1] if candidates else None
 
     def _rank(self, cut: int) -> int:
         before = self._atoms[cut - 1].visible

@@ -172,6 +172,8 @@ class FakeTelegram:
         """Answer every HTML message with "can't parse entities", whatever its tags."""
         self.conflicts = 0
         """getUpdates calls of a live poller ended with 409 because another one started."""
+        self.holding = 0
+        """Calls held right now (see `hold`)."""
         self.held: dict[str, int] = {}
         """method -> how many more calls go through before the next ones are held."""
         self._release = asyncio.Event()
@@ -409,7 +411,10 @@ class FakeTelegram:
             if self.held[method] > 0:
                 self.held[method] -= 1
             else:
+                self.holding += 1
+                self._called.set()
                 await self._release.wait()
+                self.holding -= 1
                 return _error(502, "Bad Gateway: held and never applied")
         fault = self._take_fault(method, token)
         if fault is not None:

@@ -10,6 +10,7 @@ once, and still exactly once after the killed instance is started again.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -94,6 +95,21 @@ def answers(fake: FakeTelegram) -> Counter[str]:
     )
 
 
+async def kill_between_posts(fake: FakeTelegram, process: ServiceProcess) -> None:
+    """SIGKILL while the next reply waits at Telegram's door, not while one is half done.
+
+    A reply Telegram accepted whose answer never reached the dying bridge is posted again
+    by the next one (docs/reliability.md, the one limit); the test is about everything
+    else, so the kill lands where no post is in flight: new posts are held (never applied),
+    and the kill waits until one is, which means the one before it was fully recorded.
+    """
+    fake.hold("sendMessage")
+    with contextlib.suppress(TimeoutError):  # nothing to post at that moment: kill anyway
+        await fake.wait_until(lambda: fake.holding, 5)
+    await process.kill()
+    fake.release()
+
+
 async def poller(instances: dict[str, ServiceProcess]) -> str:
     """The instance that holds the Telegram poll lease (it says so in its log)."""
     async with asyncio.timeout(30):
@@ -134,7 +150,7 @@ async def test_kill_9_of_the_polling_instance_mid_burst_loses_and_doubles_nothin
             await asyncio.sleep(0.02)
             if n == BURST // 2:
                 await fake.wait_until(lambda: sum(answers(fake).values()) >= KILL_AFTER, 30)
-                await instances[polling].kill()
+                await kill_between_posts(fake, instances[polling])
         survivor = next(name for name in instances if name != polling)
 
         await fake.wait_until(lambda: len(answers(fake)) == BURST, ANSWERED_WITHIN)
