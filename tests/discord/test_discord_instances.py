@@ -15,7 +15,7 @@ from typing import Any
 import discord
 import pytest
 from discord import app_commands
-from discord_support import account_config, binding, outbound
+from discord_support import Server, account_config, binding, outbound
 
 from adapters.discord import DiscordAdapter, endpoints
 from adapters.discord.commands import CommandSync, app_commands_for
@@ -23,10 +23,9 @@ from adapters.discord.startup import GatewayConnection, build_client, log_in
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
 from bridge.store import Store, open_store
-from bridge.store.redis.store import RedisStore
 from tests.fakes.discord import FakeDiscord, FakeGuild
 from tests.support.received import Received
-from tests.support.redis_server import drop_prefix, skip_reason, some_server, with_prefix
+from tests.support.redis_server import prefixed, server_or_skip
 
 GATEWAY_LEASE = "discord:main:gateway:0/1"
 WAIT = 15.0
@@ -35,27 +34,19 @@ WAIT = 15.0
 
 @pytest.fixture(scope="module")
 def redis_server() -> Iterator[str]:
-    if (reason := skip_reason()) is not None:
-        pytest.skip(reason)
-    try:
-        with some_server() as url:
-            yield url
-    except LookupError as missing:
-        pytest.fail(str(missing))
+    with server_or_skip() as url:
+        yield url
 
 
 @pytest.fixture(params=["memory", "redis"])
 async def shared_store(request: pytest.FixtureRequest) -> AsyncIterator[Store]:
     """One store both instances use, as `store: redis://…` in a shared config."""
-    url, prefix = "memory://", None
-    if request.param == "redis":
-        url, prefix = with_prefix(request.getfixturevalue("redis_server"))
-    async with open_store(url) as store:
-        try:
+    if request.param == "memory":
+        async with open_store("memory://") as store:
             yield store
-        finally:
-            if isinstance(store, RedisStore) and prefix is not None:
-                await drop_prefix(store.redis, prefix)
+        return
+    async with prefixed(request.getfixturevalue("redis_server")) as url, open_store(url) as store:
+        yield store
 
 
 class Instances:
@@ -77,6 +68,15 @@ class Instances:
         self.running.append(adapter)
         await adapter.start()
         return adapter
+
+    async def pair(self, server: Server) -> tuple[DiscordAdapter, Received, DiscordAdapter,
+                                                  Received]:
+        """instance-a, started first, runs the gateway; instance-b stands by."""
+        seen_a, seen_b = Received(), Received()
+        bound = [binding(server.general)]
+        a = await self.start("instance-a", seen_a, bindings=bound)
+        b = await self.start("instance-b", seen_b, bindings=bound)
+        return a, seen_a, b, seen_b
 
     async def holder(self, lease: str = GATEWAY_LEASE) -> str | None:
         return await self.store.leases.holder(lease)
@@ -100,10 +100,7 @@ def shard_names(adapter: DiscordAdapter) -> list[str]:
 async def test_one_instance_runs_the_gateway_the_other_only_sends(
     fake, server, instances: Instances
 ) -> None:
-    seen_a, seen_b = Received(), Received()
-    bound = [binding(server.general)]
-    a = await instances.start("instance-a", seen_a, bindings=bound)
-    b = await instances.start("instance-b", seen_b, bindings=bound)
+    a, seen_a, b, seen_b = await instances.pair(server)
 
     assert (shard_names(a), shard_names(b)) == (["0/1"], [])
     assert len(fake.identifies()) == 1 and len(fake.live_sessions((0, 1))) == 1
@@ -128,10 +125,7 @@ async def test_one_instance_runs_the_gateway_the_other_only_sends(
 async def test_an_orderly_stop_hands_the_gateway_over_and_the_gap_is_caught_up(
     fake, server, instances: Instances
 ) -> None:
-    seen_a, seen_b = Received(), Received()
-    bound = [binding(server.general)]
-    a = await instances.start("instance-a", seen_a, bindings=bound)
-    b = await instances.start("instance-b", seen_b, bindings=bound)
+    a, seen_a, b, seen_b = await instances.pair(server)
     fake.push_message(server.general, server.ada, "before the handover")
     await seen_a.next()
 
@@ -203,10 +197,7 @@ async def test_static_shard_ids_compete_only_for_their_own_shards(
 async def test_a_command_one_instance_took_is_answered_by_the_other(
     fake, server, instances: Instances
 ) -> None:
-    seen = Received()
-    bound = [binding(server.general)]
-    await instances.start("instance-a", seen, bindings=bound)
-    standby = await instances.start("instance-b", Received(), bindings=bound)
+    _, seen, standby, _ = await instances.pair(server)
     await fake.wait_until(lambda: fake.commands.get(server.guild.id))
 
     interaction = fake.push_interaction(server.general, server.ada, "requests")
@@ -223,9 +214,7 @@ async def test_a_command_one_instance_took_is_answered_by_the_other(
 async def test_the_next_holder_does_not_register_the_commands_again(
     fake, server, instances: Instances
 ) -> None:
-    bound = [binding(server.general)]
-    a = await instances.start("instance-a", Received(), bindings=bound)
-    b = await instances.start("instance-b", Received(), bindings=bound)
+    a, _, b, _ = await instances.pair(server)
     await fake.wait_until(lambda: fake.calls_to("put_commands"))
 
     await a.stop()
