@@ -5,12 +5,14 @@ instance can edit or delete it later: through the parent channel's bridge webhoo
 bot's name (the usual way); as the bridge's own bot with the bot's name in bold (no Manage
 Webhooks, or `display: prefix`); or, for the answer to a slash command, through that
 command's interaction while its token lasts — from the token kept in the store, so the
-instance that answers need not be the one whose gateway got the command. Posting needs no
-gateway: the channel comes from a running shard's cache or over REST (`channels.py`), and
-calls go through the instance's REST client. Every call carries the `allowed_mentions`
-built from its own text. discord.py's webhook client sleeps through 429s and 5xx answers,
-so every webhook call is bounded by `webhook_timeout`; whatever fails becomes a
-`SendError` for the outbox, which owns waiting and order.
+instance that answers need not be the one whose gateway got the command. A part of a bot's
+reply is noted before it is posted (`post_journal.py`): an instance dying mid-call does not
+make the next one post it again. Posting needs no gateway: the channel comes from a running
+shard's cache or over REST (`channels.py`), and calls go through the instance's REST
+client. Every call carries the `allowed_mentions` built from its own text. discord.py's
+webhook client sleeps through 429s and 5xx answers, so every webhook call is bounded by
+`webhook_timeout`; whatever fails becomes a `SendError` for the outbox, which owns waiting
+and order.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from adapters.discord.errors import (
     send_error,
 )
 from adapters.discord.outbound import allowed_mentions, webhook_username, with_prefix
+from adapters.discord.post_journal import PostJournal
 from adapters.discord.webhooks import ChannelWebhooks, WebhookChannel
 from bridge.core.account_state import AccountState
 from bridge.core.adapter import PermanentSendError, TransientSendError
@@ -88,6 +91,7 @@ class Poster:
         self.state = state
         self.webhooks = webhooks
         self.session = session
+        self.journal = PostJournal(state)
 
     async def place(self, chat_id: str, thread_id: str | None) -> Place:
         if not chat_id.isdigit():
@@ -121,11 +125,39 @@ class Poster:
             if answered is not None:
                 return answered
             reply_to = None  # an interaction id is no message to reply to
+        key = self.journal.key(out)
+        if key is not None and (landed := await self._landed(key, place, out)) is not None:
+            return place.ref(landed)
+        posted = None
         if out.binding.display != "prefix" and place.parent is not None:
             posted = await self._post_by_webhook(place, out, mentions)
-            if posted is not None:
-                return posted
-        return await self._post_as_bot(place, out, mentions, reply_to)
+        if posted is None:
+            posted = await self._post_as_bot(place, out, mentions, reply_to)
+        if key is not None:
+            await self.journal.posted(key, int(posted.message_id))
+        return posted
+
+    async def _landed(self, key: str, place: Place, out: Outbound) -> int | None:
+        """A previous attempt's post of this part, if it reached Discord (see post_journal)."""
+        texts = {out.text, with_prefix(out.sender_label, out.text)}
+
+        async def is_ours(message: discord.Message) -> bool:
+            if message.content not in texts:
+                return False
+            if message.author.id == self.webhooks.bot_id:
+                return True
+            return message.webhook_id is not None and await self.webhooks.is_own(
+                message.webhook_id)
+
+        try:
+            landed = await self.journal.landed(
+                key, self.client.get_partial_messageable(place.post_id), is_ours)
+        except DISCORD_ERRORS as exc:
+            raise send_error(exc, "look for an earlier attempt's post") from exc
+        if landed is not None:
+            log.info("%s: part %d of a reply by %s was posted before (message %s); not "
+                     "posting it again", self.channel, out.part, out.sender_label, landed)
+        return landed
 
     async def _webhook(self, place: Place) -> discord.Webhook | None:
         assert place.parent is not None

@@ -22,6 +22,7 @@ from adapters.discord.commands import CommandSync, app_commands_for
 from adapters.discord.startup import GatewayConnection, build_client, log_in
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
+from bridge.core.adapter import TransientSendError
 from bridge.store import Store, open_store
 from tests.fakes.discord import FakeDiscord, FakeGuild
 from tests.support.received import Received
@@ -281,3 +282,40 @@ async def test_the_fake_gives_two_sessions_on_one_shard_every_event(fake, server
 
     assert seen == [["one message"], ["one message"]]
     assert [s.shard for s in fake.sessions] == [(0, 1), (0, 1)]
+
+
+async def test_a_reply_part_that_reached_discord_is_not_posted_again_by_the_next_instance(
+    fake, server, instances: Instances
+) -> None:
+    """The outbox records a part once `send` returns; an instance dying before that (here:
+    giving up while Discord still posts) leaves the next instance to send it again."""
+    bound = [binding(server.general)]
+    dying = await instances.start("instance-a", Received(), bindings=bound, webhook_timeout=0.3)
+    next_one = await instances.start("instance-b", Received(), bindings=bound)
+    await dying.send(outbound("warm up", server.general))
+    fake.stall_next("execute_webhook", 0.6)
+    with pytest.raises(TransientSendError):
+        await dying.send(outbound("landed unrecorded", server.general, run_id="run-1"))
+    [landed] = await fake.wait_until(lambda: [
+        post for post in fake.from_bridge(server.general) if post.content == "landed unrecorded"])
+    recorded = await dying.send(outbound("recorded by the adapter", server.general,
+                                         run_id="run-2"))
+
+    retried = [await next_one.send(outbound(text, server.general, run_id=run))
+               for text, run in (("landed unrecorded", "run-1"),
+                                 ("recorded by the adapter", "run-2"))]
+
+    assert [ref.message_id for ref in retried] == [str(landed.id), recorded.message_id]
+    assert [post.content for post in fake.from_bridge(server.general)] == [
+        "warm up", "landed unrecorded", "recorded by the adapter"]
+    assert len(fake.calls_to("execute_webhook")) == 3
+
+
+async def test_a_notice_said_twice_is_posted_twice(fake, server, instances: Instances) -> None:
+    """Only a run's parts are unique; a notice without a run may repeat on purpose."""
+    adapter = await instances.start("instance-a", Received(), bindings=[binding(server.general)])
+    for _ in range(2):
+        await adapter.send(outbound("No bot is available.", server.general, sender="bcn-bridge"))
+
+    assert [post.content for post in fake.from_bridge(server.general)] == [
+        "No bot is available.", "No bot is available."]
