@@ -268,6 +268,13 @@ class FakeDiscord:
         self._runner, self.url = await serve_locally(self.app)
         return self.url
 
+    async def __aenter__(self) -> FakeDiscord:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
     async def stop(self) -> None:
         await self.gateway.close(1001)
         if self._runner is not None:

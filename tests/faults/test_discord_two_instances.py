@@ -20,17 +20,8 @@ from typing import Any
 
 import pytest
 
-from bridge.core.instance import HOST_VARIABLE
-from bridge.demo import start_demo_bots
 from tests.fakes.discord import BOT_TOKEN, FakeDiscord
-from tests.faults.test_two_instances import LINK_TOKEN, hub_config
-from tests.support.bridge_process import (
-    BridgeProcess,
-    HubProcess,
-    ServiceProcess,
-    free_port,
-    write_config,
-)
+from tests.faults.two_bridges import TwoBridges, bcn_section
 from tests.support.redis_server import prefixed, server_or_skip
 
 pytestmark = pytest.mark.slow
@@ -51,16 +42,14 @@ def redis_server() -> Iterator[str]:
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    await server.start()
-    yield server
-    await server.stop()
+    async with FakeDiscord() as server:
+        yield server
 
 
-def bridge_config(fake: FakeDiscord, hub_port: int, name: str, store: str,
-                  channel: int) -> dict[str, Any]:  # fmt: skip
+def bridge_config(fake: FakeDiscord, store: str, channel: int, name: str,
+                  hub_port: int) -> dict[str, Any]:  # fmt: skip
     return {
-        "bcn": {"url": f"ws://127.0.0.1:{hub_port}", "token": LINK_TOKEN, "link_name": name},
+        "bcn": bcn_section(hub_port, name),
         "store": store,
         "web": {"enabled": False},
         "accounts": {"discord": {"main": {
@@ -77,83 +66,51 @@ def answers(fake: FakeDiscord, channel: int) -> Counter[str]:
                    if post.author == "Echo" and post.content.startswith("burst message "))
 
 
-async def gateway_holder(instances: dict[str, ServiceProcess]) -> str:
-    """The instance that runs shard 0/1's gateway (it says so in its log)."""
-    async with asyncio.timeout(30):
-        while True:
-            for name, process in instances.items():
-                if process.running and any(HOLDS_GATEWAY in line for line in process.lines):
-                    return name
-            await asyncio.sleep(0.05)
-
-
 @pytest.mark.parametrize("hosts", ["one host", "two hosts"])
 async def test_kill_9_of_the_gateway_holder_mid_burst_loses_and_doubles_nothing(
     tmp_path: Path, fake: FakeDiscord, hosts: str, redis_server: str
 ) -> None:
     """On one host the survivor sees the dead process is gone and takes the shard over at
-    once; on two hosts it cannot know, and takes over when the dead one's lease expires."""
+    its next try; on two hosts it cannot know, and takes over when the dead one's lease
+    expires."""
     guild = fake.add_guild("Team")
     general = fake.add_channel(guild, "general")
     ada = fake.add_member(guild, "ada", global_name="Ada")
-    hub_port = free_port()
-    hub = HubProcess(write_config(tmp_path / "hub.yaml", hub_config(tmp_path, hub_port)))
-    async with prefixed(redis_server) as store:
-        await hub.start()
-        bots = await start_demo_bots(f"ws://127.0.0.1:{hub_port}", tmp_path, stream=False)
-        configs = {
-            name: write_config(tmp_path / f"{name}.yaml",
-                               bridge_config(fake, hub_port, name, store, general))
-            for name in ("bridge-a", "bridge-b")
-        }
+    loop = asyncio.get_running_loop()
+    async with prefixed(redis_server) as store, TwoBridges(
+        tmp_path, hosts, lambda name, port: bridge_config(fake, store, general, name, port)
+    ) as rig:
+        holder = await rig.first_saying(HOLDS_GATEWAY)
+        survivor = rig.other(holder)
+        # a message before the burst: the channel's backfill cursor exists in the store
+        fake.push_message(general, ada, "burst message start")
+        await fake.wait_until(lambda: answers(fake, general), 30)
+        for n in range(BURST):
+            fake.push_message(general, ada, f"burst message {n}")
+            await asyncio.sleep(0.02)
+            if n == BURST // 2:
+                await fake.wait_until(
+                    lambda: sum(answers(fake, general).values()) > KILL_AFTER, 30)
+                await rig.instances[holder].kill()
+                killed_at = loop.time()
+        await rig.instances[survivor].wait_for_line(HOLDS_GATEWAY, timeout=30)
+        takeover = loop.time() - killed_at  # printed, not asserted
 
-        def launch(name: str) -> BridgeProcess:
-            host = {HOST_VARIABLE: f"host-of-{name}"} if hosts == "two hosts" else {}
-            return BridgeProcess(configs[name], env=host)
+        await fake.wait_until(lambda: len(answers(fake, general)) == BURST + 1,
+                              ANSWERED_WITHIN)
+        after_kill = answers(fake, general)
 
-        instances: dict[str, ServiceProcess] = {name: launch(name) for name in configs}
-        try:
-            for process in instances.values():
-                await process.start()
-            holder = await gateway_holder(instances)
-            survivor = next(name for name in instances if name != holder)
-            # a message before the burst: the channel's backfill cursor exists in the store
-            fake.push_message(general, ada, "burst message start")
-            await fake.wait_until(lambda: answers(fake, general), 30)
-            for n in range(BURST):
-                fake.push_message(general, ada, f"burst message {n}")
-                await asyncio.sleep(0.02)
-                if n == BURST // 2:
-                    await fake.wait_until(
-                        lambda: sum(answers(fake, general).values()) > KILL_AFTER, 30)
-                    await instances[holder].kill()
-                    killed_at = asyncio.get_running_loop().time()
-            await instances[survivor].wait_for_line(HOLDS_GATEWAY, timeout=30)
-            takeover = asyncio.get_running_loop().time() - killed_at  # printed, not asserted
-
-            await fake.wait_until(lambda: len(answers(fake, general)) == BURST + 1,
-                                  ANSWERED_WITHIN)
-            after_kill = answers(fake, general)
-
-            restarted = launch(holder)
-            instances[holder] = restarted
-            await restarted.start()
-            await restarted.wait_for_line(STANDS_BY)
-            fake.push_message(general, ada, "burst message end")
-            await fake.wait_until(lambda: "burst message end" in answers(fake, general),
-                                  ANSWERED_WITHIN)
-            final = answers(fake, general)
-            live = len(fake.live_sessions((0, 1)))
-        finally:
-            for bot in bots:
-                await bot.stop()
-            for process in instances.values():
-                await process.kill()
-            await hub.stop()
+        restarted = await rig.restart(holder)
+        await restarted.wait_for_line(STANDS_BY)
+        fake.push_message(general, ada, "burst message end")
+        await fake.wait_until(lambda: "burst message end" in answers(fake, general),
+                              ANSWERED_WITHIN)
+        final = answers(fake, general)
+        live = len(fake.live_sessions((0, 1)))
+        found_posted = sum("was posted before" in line for line in rig.instances[survivor].lines)
     sent = [f"burst message {n}" for n in range(BURST)]
     lost = [text for text in sent if text not in final]
     doubled = {text: count for text, count in final.items() if count > 1}
-    found_posted = sum("was posted before" in line for line in instances[survivor].lines)
     print(f"\ndiscord, two instances ({hosts}), kill -9 of the gateway holder {holder} "
           f"mid-burst: {BURST} sent, lost {len(lost)}, doubled {len(doubled)}; {survivor} "
           f"took the gateway over {takeover:.1f} s after the kill; reply parts it found "
