@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import pytest
 
 from tests.fakes.discord import BOT_TOKEN, FakeDiscord
 from tests.faults.two_bridges import TwoBridges, bcn_section
-from tests.support.redis_server import prefixed, server_or_skip
+from tests.support.redis_server import prefixed
 
 pytestmark = pytest.mark.slow
 
@@ -32,12 +32,6 @@ KILL_AFTER = 6
 ANSWERED_WITHIN = 60.0
 HOLDS_GATEWAY = "discord:main shard 0/1: this instance runs the gateway"
 STANDS_BY = "discord:main shard 0/1: another bridge instance runs this gateway"
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[str]:
-    with server_or_skip() as url:
-        yield url
 
 
 @pytest.fixture
