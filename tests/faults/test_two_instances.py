@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pytest
 
 from tests.fakes.telegram import FakeTelegram, user
 from tests.faults.two_bridges import TwoBridges, bcn_section
-from tests.support.redis_server import prefixed, server_or_skip
+from tests.support.redis_server import prefixed
 
 pytestmark = pytest.mark.slow
 
@@ -29,13 +29,6 @@ BURST = 30
 KILL_AFTER = 8
 """Answers seen before the poller is killed: the rest of the burst is in flight or unsent."""
 ANSWERED_WITHIN = 60.0
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[str]:
-    """A real Redis (see tests/support/redis_server.py); each test its own key prefix."""
-    with server_or_skip() as url:
-        yield url
 
 
 @pytest.fixture
