@@ -191,6 +191,7 @@ class DiscordAdapter(Adapter):
         for name, handler in self._server_handlers().items():
             setattr(client, name, handler)
         self._shards[spec] = shard
+        await pacer.wait()
         await shard.open()
         return shard
 

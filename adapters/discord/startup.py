@@ -100,12 +100,14 @@ class IdentifyPacer:
             self._last = loop.time()
 
     def hook_for(self, client: discord.Client) -> None:
-        """Make the client wait here before every IDENTIFY (discord.py's hook for this)."""
+        """Make the client wait here before identifying again after Discord dropped its
+        session (discord.py's hook for this). The first IDENTIFY is paced by `wait()` before
+        the shard opens, so the pacing does not count against `ready_timeout`."""
 
         async def before_identify(shard_id: int | None, *, initial: bool = False) -> None:
             if not initial:
                 await asyncio.sleep(REIDENTIFY_DELAY)
-            await self.wait()
+                await self.wait()
 
         client.before_identify_hook = before_identify  # type: ignore[method-assign]
 
