@@ -191,8 +191,12 @@ class DiscordAdapter(Adapter):
         for name, handler in self._server_handlers().items():
             setattr(client, name, handler)
         self._shards[spec] = shard
-        await pacer.wait()
-        await shard.open()
+        try:
+            await pacer.wait()
+            await shard.open()
+        except BaseException:
+            await shard.close()  # no longer one of this instance's open shards
+            raise
         return shard
 
     def _shard_handlers(self) -> dict[str, Handler]:
