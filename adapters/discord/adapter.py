@@ -1,22 +1,30 @@
 """The Discord adapter: one bot account (optionally some of its shards), via discord.py.
 
-Inbound, every message, edit, delete and slash command of a channel passes a gate (closed
-while the adapter catches up on what it missed) and then the channel's lock, in gateway
-order, before it becomes an `Inbound`; the bridge's own posts are dropped here, by id (its
-bot user, its webhooks), because Discord often delivers the echo of a post before the REST
-call that made it has returned. Outbound, bots' replies go through the bridge's webhook of
-the parent channel under each bot's name, or — without Manage Webhooks, or with
-`display: prefix` — as the bridge's bot under a bold name; a command's answer goes through
-its interaction while that is still possible. Nothing here sleeps on a 429: the outbox owns
-waiting and order, so every failure becomes a `SendError`.
+With several bridge instances on one store, each shard's gateway runs in exactly one of
+them at a time, under the shard's lease (`gateway_lease.py`); every instance, gateway or
+not, logs in over REST and can send, since the outbox may hand it any chat. Per running
+shard there is one discord.py client (`shards.py`): shards come and go one at a time as
+their leases do, each with its own session, cache, command tree and catch-up gate.
+
+Inbound, every message, edit, delete and slash command of a channel passes its shard's
+gate (closed while that shard catches up on what it missed) and then the channel's lock,
+in gateway order, before it becomes an `Inbound`; the bridge's own posts are dropped here,
+by id (its bot user, its webhooks), because Discord often delivers the echo of a post
+before the REST call that made it has returned. Outbound, bots' replies go through the
+bridge's webhook of the parent channel under each bot's name, or — without Manage
+Webhooks, or with `display: prefix` — as the bridge's bot under a bold name; a command's
+answer goes through its interaction while that is still possible. Nothing here sleeps on a
+429: the outbox owns waiting and order, so every failure becomes a `SendError`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict
 from datetime import UTC, datetime
+from functools import partial
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import aiohttp
@@ -26,8 +34,8 @@ from pydantic import BaseModel
 
 from adapters.discord import endpoints
 from adapters.discord.backfill import Backfill, ChannelLocks, Cursors, HistoryChannel
+from adapters.discord.channels import ChannelLookup
 from adapters.discord.commands import (
-    CommandSync,
     InteractionRecord,
     SlashCommand,
     acknowledge,
@@ -36,6 +44,7 @@ from adapters.discord.commands import (
 from adapters.discord.config import DiscordAccountConfig
 from adapters.discord.directory import ServerDirectory
 from adapters.discord.errors import DiscordStartError, send_error
+from adapters.discord.gateway_lease import GatewayLease
 from adapters.discord.inbound import (
     CHANNEL_TYPE,
     Location,
@@ -48,7 +57,8 @@ from adapters.discord.inbound import (
 from adapters.discord.outbound import MAX_TEXT
 from adapters.discord.posting import DISCORD_ERRORS, Poster
 from adapters.discord.redaction import protect_tokens
-from adapters.discord.startup import GatewayConnection, build_client
+from adapters.discord.shards import Shard, ShardSpec, shards_for
+from adapters.discord.startup import IdentifyPacer, build_client, log_in
 from adapters.discord.webhooks import ChannelWebhooks
 from bridge.background import Background
 from bridge.core.adapter import (
@@ -68,7 +78,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 SEND_WAIT = 10.0
-"""How long a send waits for the first connection before the outbox is told to retry."""
+"""How long a send waits for the REST login before the outbox is told to retry."""
+
+Handler = Callable[..., Awaitable[None]]
 
 
 class DiscordAdapter(Adapter):
@@ -94,22 +106,25 @@ class DiscordAdapter(Adapter):
             config = DiscordAccountConfig.model_validate(config.model_dump())
         super().__init__(account, config, sink, web=web)
         self.settings: DiscordAccountConfig = config
-        self._client: discord.Client | None = None
-        self._connection: GatewayConnection | None = None
+        self._rest: discord.Client | None = None
+        """Logged in over REST only: posts, edits, lookups, with or without a gateway."""
+        self._bot_id = 0
+        self._channels: ChannelLookup | None = None
+        self._gateways: list[GatewayLease] = []
+        self._shards: dict[ShardSpec, Shard] = {}
+        """The shards this instance opened (a closed one stays until replaced)."""
         self._session: aiohttp.ClientSession | None = None
         self._webhooks: ChannelWebhooks | None = None
-        self._commands: CommandSync | None = None
         self._poster: Poster | None = None
         self._cursors: Cursors | None = None
         self._locks = ChannelLocks()
-        self._gate = asyncio.Event()
-        """Open while live events may be relayed; closed while catching up on history."""
         self._stopping = False
         self._ready = asyncio.Event()
+        """Set once logged in over REST: sending works from then on."""
+        self._keepers = Background(f"discord:{account} gateway leases")
         self._background = Background(f"discord:{account}")
         self._bound_chats: frozenset[str] = frozenset()
         self._channels_seen: set[int] = set()
-        self._fetched: dict[int, Any] = {}
         self._people = ServerDirectory()
         self._claimed = False
 
@@ -129,10 +144,11 @@ class DiscordAdapter(Adapter):
         except BaseException:
             await self._close()
             raise
-        client = self._client
-        assert client is not None and client.user is not None
-        log.info("discord:%s connected as %s (id %s) in %d server(s)",
-                 self.account, client.user.name, client.user.id, len(client.guilds))
+        rest = self._rest
+        assert rest is not None and rest.user is not None
+        running = ", ".join(shard.spec.name for shard in self.running_shards()) or "none"
+        log.info("discord:%s connected as %s (id %s); gateway shards run here: %s",
+                 self.account, rest.user.name, rest.user.id, running)
 
     async def _open(self) -> None:
         config = self.settings
@@ -144,31 +160,77 @@ class DiscordAdapter(Adapter):
         await self._webhooks.remember_bound(
             [int(b.chat) for b in self.bindings if b.chat.isdigit()]
         )
-        client = build_client(config)
-        tree = app_commands.CommandTree(client)
-        tree.error(self._on_command_error)
-        self._commands = CommandSync(tree, self.state, self.account)
-        for name, handler in {
+        rest = build_client(config)
+        await log_in(rest, config, self.account)
+        assert rest.user is not None
+        self._rest, self._bot_id = rest, rest.user.id
+        self._webhooks.bot_id = self._people.own_id = rest.user.id
+        self._channels = ChannelLookup(rest, self._shard_clients)
+        self._poster = Poster(self.channel, rest, self._channels, config, self.state,
+                              self._webhooks, self._session)
+        self._ready.set()
+        pacer = IdentifyPacer(config.identify_interval)
+        self._gateways = [
+            GatewayLease(self.state, self.account, spec, partial(self._connect_shard, pacer))
+            for spec in shards_for(config)
+        ]
+        for gateway in self._gateways:
+            self._keepers.spawn(gateway.run(), name=f"{gateway.who} lease")
+        # A shard free at start is running when start() returns; its errors are start errors.
+        await asyncio.gather(*(gateway.first for gateway in self._gateways))
+        self._background.spawn(self._check_bindings(), name=f"{self.channel}:bindings")
+
+    async def _connect_shard(self, pacer: IdentifyPacer, spec: ShardSpec) -> Shard:
+        """Open one shard's gateway (this instance holds its lease); ready when it returns."""
+        client = build_client(self.settings, spec)
+        pacer.hook_for(client)
+        shard = Shard(spec, client, self.settings, self.account, self.state)
+        shard.tree.error(self._on_command_error)
+        for name, handler in self._shard_handlers().items():
+            setattr(client, name, partial(handler, shard))
+        for name, handler in self._server_handlers().items():
+            setattr(client, name, handler)
+        self._shards[spec] = shard
+        try:
+            await pacer.wait()
+            await shard.open()
+        except BaseException:
+            await shard.close()  # no longer one of this instance's open shards
+            raise
+        return shard
+
+    def _shard_handlers(self) -> dict[str, Handler]:
+        """Gateway events that need their shard (its gate, its client)."""
+        return {
             "on_connect": self._on_connect,
             "on_ready": self._on_ready,
             "on_message": self._on_message,
             "on_raw_message_edit": self._on_raw_message_edit,
             "on_raw_message_delete": self._on_raw_message_delete,
+        }
+
+    def _server_handlers(self) -> dict[str, Handler]:
+        return {
             "on_guild_role_update": self._on_permissions_changed,
             "on_guild_channel_update": self._on_permissions_changed,
             "on_member_update": self._on_member_changed,
             "on_member_join": self._on_member_changed,
             "on_member_remove": self._on_member_changed,
-        }.items():
-            setattr(client, name, handler)
-        self._client = client
-        self._poster = Poster(self.channel, client, config, self.state, self._webhooks,
-                              self._session)
-        self._connection = GatewayConnection(client, config, self.account, self._connection_lost)
-        await self._connection.open()
+        }
+
+    def running_shards(self) -> list[Shard]:
+        """The shards whose gateway this instance runs now (connected and ready)."""
+        return [gateway.shard for gateway in self._gateways if gateway.shard is not None]
+
+    def _open_shards(self) -> list[Shard]:
+        """Running shards and those still connecting (their caches fill meanwhile)."""
+        return [shard for shard in self._shards.values() if not shard.closed]
+
+    def _shard_clients(self) -> list[discord.Client]:
+        return [shard.client for shard in self._open_shards()]
 
     async def stop(self) -> None:
-        if self._client is None and not self._claimed:
+        if self._rest is None and not self._claimed:
             return
         await self._close()
         log.info("discord:%s stopped", self.account)
@@ -176,14 +238,18 @@ class DiscordAdapter(Adapter):
     async def _close(self) -> None:
         self._stopping = True
         self._ready.clear()
-        self._gate.set()  # let waiting event handlers run to their end (they see _stopping)
+        # Each lease keeper closes its shard's gateway, then releases the lease: a standby
+        # takes over at once, and never while this instance still relays.
+        await self._keepers.cancel_all()
         await self._background.cancel_all()
-        connection, self._connection = self._connection, None
-        if connection is not None:
-            await connection.close()
-        elif self._client is not None:
-            await self._client.close()
-        self._client = self._poster = None
+        for shard in self._open_shards():
+            await shard.close()
+        self._shards.clear()
+        self._gateways = []
+        rest, self._rest = self._rest, None
+        if rest is not None:
+            await rest.close()
+        self._poster = self._channels = None
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -191,49 +257,44 @@ class DiscordAdapter(Adapter):
             self._claimed = False
             endpoints.release()
 
-    def _connection_lost(self, failure: DiscordStartError) -> None:
-        """The gateway gave up after start (e.g. an intent switched off meanwhile)."""
-        self._ready.clear()
-        log.error("%s; no more Discord messages are relayed until the bridge restarts", failure)
-
     def use_bindings(self, bindings: list[Binding]) -> None:
         super().use_bindings(bindings)
         self._bound_chats = frozenset(binding.chat for binding in bindings)
 
     # -- gateway events ----------------------------------------------------------------
 
-    async def _on_connect(self) -> None:
+    async def _on_connect(self, shard: Shard) -> None:
         """A new session (not a resume): hold live events until history is caught up."""
-        self._gate.clear()
+        shard.gate.clear()
 
-    async def _on_ready(self) -> None:
-        client = self._client
-        assert client is not None and self._commands is not None
-        first = not self._ready.is_set()
-        if first:
-            self._people.own_id = client.user.id if client.user else 0
-            self._commands.install(
-                app_commands_for(self.commands, self._on_slash_command), self._bound_guilds()
+    async def _on_ready(self, shard: Shard) -> None:
+        if not shard.ready_once:
+            shard.ready_once = True
+            guilds = self._bound_guilds(shard.client)
+            shard.commands.install(
+                app_commands_for(self.commands, partial(self._on_slash_command, shard)), guilds
             )
-            self._ready.set()
-            self._log_bindings()
-            self._background.spawn(self._sync_commands(), name=f"{self.channel}:commands")
-        self._background.spawn(self._catch_up(), name=f"{self.channel}:backfill")
+            shard.background.spawn(self._sync_commands(shard, guilds),
+                                   name=f"{self.channel}:commands")
+        shard.background.spawn(self._catch_up(shard), name=f"{self.channel}:backfill")
 
-    async def _catch_up(self) -> None:
+    async def _catch_up(self, shard: Shard) -> None:
+        """What this shard's channels missed: while no instance ran it, or since the session
+        Discord could not resume."""
         assert self._cursors is not None
+        self._cursors.forget()
+        backfill = Backfill(self.account, self._cursors, self._locks, self._relay,
+                            self.settings.backfill_limit)
         try:
-            backfill = Backfill(self.account, self._cursors, self._locks, self._relay,
-                                self.settings.backfill_limit)
-            await backfill.catch_up(self._history_channels())
+            await backfill.catch_up(self._history_channels(shard.client))
         finally:
-            self._gate.set()
+            shard.caught_up = backfill.relayed
+            shard.gate.set()
 
-    async def _sync_commands(self) -> None:
-        assert self._commands is not None
-        for guild_id in sorted(self._bound_guilds()):
+    async def _sync_commands(self, shard: Shard, guilds: set[int]) -> None:
+        for guild_id in sorted(guilds):
             try:
-                await self._commands.sync_if_changed(discord.Object(guild_id))
+                await shard.commands.sync_once(discord.Object(guild_id))
             except DISCORD_ERRORS as exc:
                 log.warning("discord:%s could not register slash commands in server %s: %s",
                             self.account, guild_id, send_error(exc, "sync"))
@@ -251,20 +312,25 @@ class DiscordAdapter(Adapter):
 
     # -- inbound -----------------------------------------------------------------------
 
-    async def _live(self) -> bool:
-        """Wait at the gate (first `await` of every handler, so they keep gateway order);
-        False once the adapter is stopping."""
-        await self._gate.wait()
-        return not self._stopping
+    async def _live(self, shard: Shard) -> bool:
+        """Wait at the shard's gate (first `await` of every handler, so they keep gateway
+        order); False once the adapter stops or the shard closed (its lease was lost: the
+        new holder relays from here)."""
+        await shard.gate.wait()
+        return not self._stopping and not shard.closed
 
-    async def _on_message(self, message: discord.Message) -> None:
-        if not await self._live():
+    async def _on_message(self, shard: Shard, message: discord.Message) -> None:
+        if not await self._live(shard):
             return
         async with self._locks(message.channel.id):
+            if message.id in shard.caught_up:
+                return  # posted after READY, so the catch-up READY started relayed it
             await self._relay(message)
 
-    async def _on_raw_message_edit(self, payload: discord.RawMessageUpdateEvent) -> None:
-        if not await self._live():
+    async def _on_raw_message_edit(
+        self, shard: Shard, payload: discord.RawMessageUpdateEvent
+    ) -> None:
+        if not await self._live(shard):
             return
         async with self._locks(payload.channel_id):
             message = payload.message
@@ -274,15 +340,16 @@ class DiscordAdapter(Adapter):
                 return  # bots' edits are their replies streaming, not news
             await self._relay(message, edit=True)
 
-    async def _on_raw_message_delete(self, payload: discord.RawMessageDeleteEvent) -> None:
-        if not await self._live():
+    async def _on_raw_message_delete(
+        self, shard: Shard, payload: discord.RawMessageDeleteEvent
+    ) -> None:
+        if not await self._live(shard):
             return
         async with self._locks(payload.channel_id):
             sender, text = await self._deleted_author(payload)
             if sender is None:
                 return
-            client = self._client
-            channel = client.get_channel(payload.channel_id) if client else None
+            channel = shard.client.get_channel(payload.channel_id)
             location = await self._locate(channel, payload.channel_id)
             await self.sink(deleted_inbound(
                 payload.message_id, sender, text, account=self.account, location=location,
@@ -322,8 +389,7 @@ class DiscordAdapter(Adapter):
             await self._cursors.advance(message.channel.id, message.id)
 
     async def _is_own(self, message: discord.Message) -> bool:
-        client = self._client
-        if client is not None and client.user is not None and message.author.id == client.user.id:
+        if message.author.id == self._bot_id:
             return True
         return (
             message.webhook_id is not None
@@ -345,18 +411,14 @@ class DiscordAdapter(Adapter):
         return location_of(channel, channel_id, self._bound_chats)
 
     async def _fetch_channel(self, channel_id: int) -> object:
-        if channel_id in self._fetched:
-            return self._fetched[channel_id]
-        client = self._client
-        found: object = None
-        if client is not None:
-            try:
-                found = await client.fetch_channel(channel_id)
-            except DISCORD_ERRORS as exc:
-                log.debug("discord:%s could not look up channel %s: %s",
-                          self.account, channel_id, exc)
-        self._fetched[channel_id] = found
-        return found
+        if self._channels is None:
+            return None
+        try:
+            return await self._channels.get(channel_id)
+        except DISCORD_ERRORS as exc:
+            log.debug("discord:%s could not look up channel %s: %s",
+                      self.account, channel_id, exc)
+            return None
 
     def _note_channel(self, message: discord.Message, location: Location, bound: bool) -> None:
         """Log each chat once, so people can find the id to put in a binding."""
@@ -373,9 +435,10 @@ class DiscordAdapter(Adapter):
         )
 
     async def _on_slash_command(
-        self, interaction: discord.Interaction, spec: SlashCommand, text: str
+        self, shard: Shard, interaction: discord.Interaction, spec: SlashCommand, text: str
     ) -> None:
-        """Acknowledge at once (3 s), remember the interaction, hand its text to the core."""
+        """Acknowledge at once (3 s), remember the interaction — in the store, so whichever
+        instance ends up with the answer can send it — and hand its text to the core."""
         channel_id = interaction.channel_id or 0
         location = await self._locate(interaction.channel, channel_id)
         if not self._bound(location):
@@ -399,7 +462,7 @@ class DiscordAdapter(Adapter):
             timestamp=interaction.created_at,
             raw={"interaction_id": record.id, "channel_id": str(channel_id)},
         )
-        if not await self._live():
+        if not await self._live(shard):
             return
         async with self._locks(channel_id):
             await self.sink(inbound)
@@ -426,23 +489,23 @@ class DiscordAdapter(Adapter):
 
     # -- bindings and servers ----------------------------------------------------------
 
-    def _bound_channels(self) -> list[tuple[Binding, Any]]:
-        """Each binding with the channel discord.py knows for it (None: cannot see it)."""
-        client = self._client
+    def _bound_channels(self, client: discord.Client) -> list[tuple[Binding, Any]]:
+        """Each binding with the channel a shard's client has for it (None: not on this
+        shard, or the bot cannot see it)."""
         return [
-            (binding, client.get_channel(int(binding.chat))
-             if client is not None and binding.chat.isdigit() else None)
+            (binding, client.get_channel(int(binding.chat)) if binding.chat.isdigit() else None)
             for binding in self.bindings
         ]
 
-    def _bound_guilds(self) -> set[int]:
-        return {channel.guild.id for _, channel in self._bound_channels()
+    def _bound_guilds(self, client: discord.Client) -> set[int]:
+        return {channel.guild.id for _, channel in self._bound_channels(client)
                 if getattr(channel, "guild", None) is not None}
 
-    def _history_channels(self) -> list[HistoryChannel]:
-        """Every channel whose history backfill reads: bound channels and their threads."""
+    def _history_channels(self, client: discord.Client) -> list[HistoryChannel]:
+        """Every channel of this shard whose history backfill reads: bound channels and
+        their threads."""
         found: dict[int, HistoryChannel] = {}
-        for binding, channel in self._bound_channels():
+        for binding, channel in self._bound_channels(client):
             guild = getattr(channel, "guild", None)
             if guild is None:
                 continue
@@ -458,23 +521,36 @@ class DiscordAdapter(Adapter):
                     found[thread.id] = thread
         return list(found.values())
 
-    def _log_bindings(self) -> None:
-        shards = (" (or its server is on a shard another instance runs)"
-                  if self.settings.shard_count else "")
-        for binding, channel in self._bound_channels():
-            if channel is None:
-                log.warning(
-                    "discord:%s cannot see channel %s of a binding%s: check the id (Developer "
-                    "Mode → right-click the channel → Copy Channel ID) and that the bot is in "
-                    "its server with View Channel (`bcn-bridge discord invite-url`)",
-                    self.account, binding.chat, shards,
-                )
+    async def _check_bindings(self) -> None:
+        """Warn about bound channels the bot cannot see. One no running shard has is asked
+        for over REST: it may be on a shard another instance runs (and a standby then has
+        it at hand for posting)."""
+        assert self._channels is not None
+        for binding in self.bindings:
+            if binding.chat.isdigit() and self._channels.cached(int(binding.chat)) is not None:
+                continue
+            try:
+                if binding.chat.isdigit():
+                    await self._channels.get(int(binding.chat))
+                    continue
+            except (discord.NotFound, discord.Forbidden):
+                pass
+            except DISCORD_ERRORS as exc:
+                log.debug("discord:%s could not check channel %s: %s",
+                          self.account, binding.chat, exc)
+                continue
+            log.warning(
+                "discord:%s cannot see channel %s of a binding: check the id (Developer "
+                "Mode → right-click the channel → Copy Channel ID) and that the bot is in "
+                "its server with View Channel (`bcn-bridge discord invite-url`)",
+                self.account, binding.chat,
+            )
 
     # -- outbound ----------------------------------------------------------------------
 
     async def _poster_ready(self) -> Poster:
-        """The poster, once the client has been ready; the outbox may call before `start()`
-        has returned (it resumes queued replies first)."""
+        """The poster, once logged in over REST (no gateway needed); the outbox may call
+        before `start()` has returned (it resumes queued replies first)."""
         if not self._ready.is_set():
             try:
                 async with asyncio.timeout(SEND_WAIT):
@@ -503,9 +579,10 @@ class DiscordAdapter(Adapter):
             log.debug("discord:%s typing indicator failed: %s", self.account, exc)
 
     def directory(self, chat_id: str) -> StaticDirectory | None:
-        """Members of the channel's server by name, so a bot's `@Ada` pings Ada."""
-        client = self._client
-        channel = client.get_channel(int(chat_id)) if client and chat_id.isdigit() else None
+        """Members of the channel's server by name, so a bot's `@Ada` pings Ada (as far as
+        this instance knows them: the members and writers its shards saw)."""
+        lookup = self._channels
+        channel = lookup.cached(int(chat_id)) if lookup and chat_id.isdigit() else None
         guild = getattr(channel, "guild", None)
         if guild is None:
             return None

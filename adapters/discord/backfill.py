@@ -2,9 +2,13 @@
 
 The adapter keeps, per Discord channel of a binding (the channel, and each of its threads),
 the id of the last message it relayed — a cursor in the account's store, shared by every
-bridge instance. When the gateway becomes ready (a start, or a reconnect whose session could
-not be resumed) each such channel's history after its cursor is relayed oldest first, at
-most `backfill_limit` messages per channel (the newest ones, when more were missed). A
+bridge instance. When a shard's gateway becomes ready (a start, a reconnect whose session
+could not be resumed, or this instance taking the shard over from one that died) each such
+channel of that shard's servers has its history after its cursor relayed oldest first, at
+most `backfill_limit` messages per channel (the newest ones, when more were missed). Only
+the instance running the shard reads its history and moves its cursors; a new holder reads
+the cursors from the store afresh, so it catches up exactly what the old one had not
+relayed. A
 thread without a cursor of its own starts from its channel's: ids are timestamps, so "after
 the channel's last relayed message" is "posted while the bridge was away" for it too.
 
@@ -66,6 +70,11 @@ class Cursors:
             self._known[channel_id] = message_id
             await self.state.put(f"cursor:{channel_id}", {"id": str(message_id)})
 
+    def forget(self) -> None:
+        """Read every cursor from the store again: another instance may have moved it while
+        this one did not run the channel's shard."""
+        self._known.clear()
+
     async def keep(self, channel_id: int) -> None:
         """Write the cursor again so it outlives the store's retention."""
         if (current := await self.get(channel_id)) is not None:
@@ -81,6 +90,8 @@ class Backfill:
         self.locks = locks
         self.relay = relay
         self.limit = limit
+        self.relayed: set[int] = set()
+        """The ids relayed from history (a live event of one of them is a duplicate)."""
 
     async def catch_up(self, channels: list[HistoryChannel]) -> int:
         """Relay what each channel missed; returns how many messages were relayed."""
@@ -119,6 +130,7 @@ class Backfill:
                 )
             for message in reversed(missed):
                 await self.relay(message)
+                self.relayed.add(message.id)
             if missed:
                 log.info("discord:%s caught up on %d message(s) in #%s",
                          self.account, len(missed), channel.name)

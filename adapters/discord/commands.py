@@ -12,7 +12,9 @@ a later answer (the bridge was down) goes to the channel as an ordinary message.
 
 Commands are registered per bound server (guild commands appear at once; global ones take
 up to an hour), and only when the command set changed: its hash is kept in the store,
-because Discord allows 200 command creates per server per day.
+because Discord allows 200 command creates per server per day. The check and the PUT run
+under a lease per server (`command-sync:<guild>`), so two instances that start together
+sync once: the second waits, then finds the first one's hash.
 """
 
 from __future__ import annotations
@@ -28,10 +30,16 @@ import aiohttp
 import discord
 from discord import app_commands
 
+from adapters.discord.short_leases import under_lease
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
 
 log = logging.getLogger(__name__)
+
+SYNC_LEASE_TTL = 120.0
+"""Longer than one sync may take (a PUT, and discord.py's waits on its 429s up to
+`max_ratelimit_timeout`), so it is never renewed; a sync outliving it may only repeat."""
+SYNC_RETRY = 2.0
 
 INTERACTION_LIFETIME = timedelta(minutes=15)
 ANSWER_MARGIN = timedelta(seconds=30)
@@ -114,6 +122,12 @@ class CommandSync:
     def digest(self, guild: discord.abc.Snowflake) -> str:
         payload = [command.to_dict(self.tree) for command in self.tree.get_commands(guild=guild)]
         return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+
+    async def sync_once(self, guild: discord.abc.Snowflake) -> bool:
+        """`sync_if_changed` under the server's lease, waiting while another instance holds it."""
+        async with under_lease(self.state, f"command-sync:{guild.id}", ttl=SYNC_LEASE_TTL,
+                               retry=SYNC_RETRY):
+            return await self.sync_if_changed(guild)
 
     async def sync_if_changed(self, guild: discord.abc.Snowflake) -> bool:
         """PUT the guild's commands unless the store says Discord has exactly these."""

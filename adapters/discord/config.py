@@ -35,7 +35,9 @@ class DiscordAccountConfig(BaseModel):
         description="The gateway; when it is not Discord's own, resumes come back here too.",
     )
     shard_ids: list[int] | None = Field(
-        None, description="The shards this instance runs, e.g. [0, 1]; needs shard_count."
+        None,
+        description="The only shards this instance may run, e.g. [0, 1] (needs shard_count); "
+        "without it, instances sharing a store split every shard between them by lease.",
     )
     shard_count: int | None = Field(
         None, ge=1, description="Total shards of the bot across all instances."
@@ -58,6 +60,11 @@ class DiscordAccountConfig(BaseModel):
     max_ratelimit_timeout: float = Field(
         RATELIMIT_FLOOR, ge=RATELIMIT_FLOOR,
         description="A 429 asking to wait longer than this (s) is handed to the outbox.",
+    )
+    identify_interval: float = Field(
+        5.0, ge=0,
+        description="Seconds between this instance's gateway IDENTIFYs when it opens several "
+        "shards (Discord accepts one per 5 s for most bots).",
     )
     guild_ready_timeout: float = Field(
         2.0, gt=0, description="How long discord.py waits for servers after connecting (s)."

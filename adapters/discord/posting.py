@@ -4,10 +4,15 @@ A message goes one of three ways, and the store remembers which (`sent:<id>`), s
 instance can edit or delete it later: through the parent channel's bridge webhook under the
 bot's name (the usual way); as the bridge's own bot with the bot's name in bold (no Manage
 Webhooks, or `display: prefix`); or, for the answer to a slash command, through that
-command's interaction while its token lasts. Every call carries the `allowed_mentions` built
-from its own text. discord.py's webhook client sleeps through 429s and 5xx answers, so every
-webhook call is bounded by `webhook_timeout`; whatever fails becomes a `SendError` for the
-outbox, which owns waiting and order.
+command's interaction while its token lasts — from the token kept in the store, so the
+instance that answers need not be the one whose gateway got the command. A part of a bot's
+reply is noted before it is posted (`post_journal.py`): an instance dying mid-call does not
+make the next one post it again. Posting needs no gateway: the channel comes from a running
+shard's cache or over REST (`channels.py`), and calls go through the instance's REST
+client. Every call carries the `allowed_mentions` built from its own text. discord.py's
+webhook client sleeps through 429s and 5xx answers, so every webhook call is bounded by
+`webhook_timeout`; whatever fails becomes a `SendError` for the outbox, which owns waiting
+and order.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.channels import ChannelLookup
 from adapters.discord.commands import InteractionRecord
 from adapters.discord.config import DiscordAccountConfig
 from adapters.discord.errors import (
@@ -31,6 +37,7 @@ from adapters.discord.errors import (
     send_error,
 )
 from adapters.discord.outbound import allowed_mentions, webhook_username, with_prefix
+from adapters.discord.post_journal import PostJournal
 from adapters.discord.webhooks import ChannelWebhooks, WebhookChannel
 from bridge.core.account_state import AccountState
 from bridge.core.adapter import PermanentSendError, TransientSendError
@@ -65,12 +72,13 @@ class Place:
 
 
 class Poster:
-    """The adapter's outbound half, for one account's client."""
+    """The adapter's outbound half: the account's REST client, no gateway needed."""
 
     def __init__(
         self,
         channel: str,
         client: discord.Client,
+        channels: ChannelLookup,
         config: DiscordAccountConfig,
         state: AccountState,
         webhooks: ChannelWebhooks,
@@ -78,26 +86,38 @@ class Poster:
     ) -> None:
         self.channel = channel
         self.client = client
+        self.channels = channels
         self.config = config
         self.state = state
         self.webhooks = webhooks
         self.session = session
+        self.journal = PostJournal(state)
 
-    def place(self, chat_id: str, thread_id: str | None) -> Place:
+    async def place(self, chat_id: str, thread_id: str | None) -> Place:
         if not chat_id.isdigit():
             raise PermanentSendError(f"{self.channel}: {chat_id!r} is not a Discord channel id")
-        found = self.client.get_channel(int(chat_id))
+        found = await self._channel(self.channels.get(int(chat_id)))
         thread = int(thread_id) if thread_id and thread_id.isdigit() else None
         parent: object = found
         if isinstance(found, discord.Thread):  # a thread bound as a chat of its own
-            thread, parent = found.id, found.parent
+            thread, parent = found.id, await self._channel(self.channels.parent_of(found))
         hook_channel = parent if isinstance(parent, WebhookChannel) else None
         return Place(chat_id, thread_id, hook_channel, thread)
+
+    async def _channel(self, lookup: Awaitable[object]) -> object:
+        """None for a channel Discord will not show the bot (posting as the bot then says
+        why); a network failure is for the outbox to retry."""
+        try:
+            return await lookup
+        except (discord.NotFound, discord.Forbidden):
+            return None
+        except DISCORD_ERRORS as exc:
+            raise send_error(exc, "look up the channel") from exc
 
     # -- posting -----------------------------------------------------------------------
 
     async def send(self, out: Outbound) -> PlatformRef:
-        place = self.place(out.binding.chat, out.thread_id or out.binding.thread)
+        place = await self.place(out.binding.chat, out.thread_id or out.binding.thread)
         mentions = allowed_mentions(out.text, out.binding)
         reply_to = out.reply_to
         if reply_to and (record := await self._interaction(reply_to)) is not None:
@@ -105,11 +125,39 @@ class Poster:
             if answered is not None:
                 return answered
             reply_to = None  # an interaction id is no message to reply to
+        key = self.journal.key(out)
+        if key is not None and (landed := await self._landed(key, place, out)) is not None:
+            return place.ref(landed)
+        posted = None
         if out.binding.display != "prefix" and place.parent is not None:
             posted = await self._post_by_webhook(place, out, mentions)
-            if posted is not None:
-                return posted
-        return await self._post_as_bot(place, out, mentions, reply_to)
+        if posted is None:
+            posted = await self._post_as_bot(place, out, mentions, reply_to)
+        if key is not None:
+            await self.journal.posted(key, int(posted.message_id))
+        return posted
+
+    async def _landed(self, key: str, place: Place, out: Outbound) -> int | None:
+        """A previous attempt's post of this part, if it reached Discord (see post_journal)."""
+        texts = {out.text, with_prefix(out.sender_label, out.text)}
+
+        async def is_ours(message: discord.Message) -> bool:
+            if message.content not in texts:
+                return False
+            if message.author.id == self.webhooks.bot_id:
+                return True
+            return message.webhook_id is not None and await self.webhooks.is_own(
+                message.webhook_id)
+
+        try:
+            landed = await self.journal.landed(
+                key, self.client.get_partial_messageable(place.post_id), is_ours)
+        except DISCORD_ERRORS as exc:
+            raise send_error(exc, "look for an earlier attempt's post") from exc
+        if landed is not None:
+            log.info("%s: part %d of a reply by %s was posted before (message %s); not "
+                     "posting it again", self.channel, out.part, out.sender_label, landed)
+        return landed
 
     async def _webhook(self, place: Place) -> discord.Webhook | None:
         assert place.parent is not None
@@ -239,7 +287,7 @@ class Poster:
         by_webhook: Callable[[discord.Webhook, int, Any], Awaitable[Any]],
     ) -> None:
         """Edit or delete a message the way it was posted."""
-        place = self.place(ref.chat_id, ref.thread_id)
+        place = await self.place(ref.chat_id, ref.thread_id)
         message_id = int(ref.message_id)
         sent = await self.state.get(f"sent:{ref.message_id}") or {}
         try:
@@ -274,5 +322,5 @@ class Poster:
         return hook, thread
 
     async def typing(self, chat_id: str, thread_id: str | None) -> None:
-        place = self.place(chat_id, thread_id)
+        place = await self.place(chat_id, thread_id)
         await self.client.get_partial_messageable(place.post_id).typing()

@@ -9,7 +9,14 @@ its bot with a bold name prefix, and this says so once per channel in the log.
 
 Every webhook id is remembered in the account's store (shared by all bridge instances), so
 the gateway echo of a post is recognised by id — even when it arrives before the REST call
-that made it returned, after a restart, and during backfill.
+that made it returned, after a restart, during backfill, and when another instance posted.
+Finding or creating a channel's webhook runs under a lease (`webhook:<channel>`), so two
+instances posting their first replies in one channel at once end up with one webhook, not
+two (an edit must go through the webhook that posted).
+
+"No webhook here" (no Manage Webhooks) is forgotten when roles or channels change — events
+only the instance running that server's shard sees — and otherwise looked at again after
+`RECHECK_UNAVAILABLE` seconds, so an instance without that gateway notices too.
 """
 
 from __future__ import annotations
@@ -22,12 +29,17 @@ import discord
 
 from adapters.discord.errors import MAX_WEBHOOKS
 from adapters.discord.redaction import redact
+from adapters.discord.short_leases import under_lease
 from bridge.core.account_state import AccountState
 
 log = logging.getLogger(__name__)
 
 WEBHOOK_NAME = "bcn-bridge"
 """The name of the webhooks the bridge creates (Discord shows it in the channel settings)."""
+
+RECHECK_UNAVAILABLE = 300.0
+CREATE_LEASE_TTL = 15.0
+CREATE_RETRY = 0.25
 
 WebhookChannel = discord.TextChannel | discord.ForumChannel | discord.VoiceChannel
 
@@ -44,8 +56,11 @@ class ChannelWebhooks:
         self.state = state
         self.session = session
         self.own_ids: set[int] = set()
+        self.bot_id: int | None = None
+        """The bridge's bot user: webhooks it created are the bridge's own."""
         self._hooks: dict[int, discord.Webhook] = {}
-        self._unavailable: set[int] = set()
+        self._unavailable: dict[int, float] = {}
+        """Channel → when it was found to allow no webhook (loop time)."""
         self._warned: set[int] = set()
         self._locks: dict[int, asyncio.Lock] = {}
 
@@ -82,7 +97,7 @@ class ChannelWebhooks:
         """The bridge's webhook in this channel, or None when it cannot have one."""
         if (hook := self._hooks.get(channel.id)) is not None:
             return hook
-        if channel.id in self._unavailable:
+        if self._still_unavailable(channel.id):
             return None
         lock = self._locks.setdefault(channel.id, asyncio.Lock())
         async with lock:
@@ -103,19 +118,26 @@ class ChannelWebhooks:
                 log.info("discord:%s posts through a webhook in #%s (%s) again",
                          self.account, channel.name, channel.id)
             self._hooks[channel.id] = hook
-            await self._remember(channel.id, hook.id)
             return hook
 
     async def _find_or_create(self, channel: WebhookChannel) -> discord.Webhook:
-        me = channel.guild.me
+        me = channel.guild.me  # None for a channel fetched over REST (no gateway here)
         if me is not None and not channel.permissions_for(me).manage_webhooks:
             raise _NoManageWebhooks
+        async with under_lease(self.state, f"webhook:{channel.id}", ttl=CREATE_LEASE_TTL,
+                               retry=CREATE_RETRY):
+            return await self._find_or_create_held(channel, me)
+
+    async def _find_or_create_held(
+        self, channel: WebhookChannel, me: discord.Member | None
+    ) -> discord.Webhook:
+        own_user = self.bot_id or (me.id if me is not None else None)
         record = await self.state.get(f"webhook:{channel.id}")
         remembered = int(record["id"]) if record and str(record.get("id", "")).isdigit() else None
         existing = [hook for hook in await channel.webhooks() if hook.token]
         own = [hook for hook in existing if hook.id == remembered] or [
             hook for hook in existing
-            if hook.user is not None and me is not None and hook.user.id == me.id
+            if hook.user is not None and own_user is not None and hook.user.id == own_user
         ]
         if own:
             found = own[0]
@@ -126,12 +148,22 @@ class ChannelWebhooks:
             log.info("discord:%s created webhook %s in #%s (%s)",
                      self.account, found.id, channel.name, channel.id)
         assert found.token is not None
+        await self._remember(channel.id, found.id)  # still under the lease: the next finds it
         # Executed over the adapter's own session: its own timeout, not the bot's limits.
         return discord.Webhook.partial(found.id, found.token, session=self.session)
 
+    def _still_unavailable(self, channel_id: int) -> bool:
+        since = self._unavailable.get(channel_id)
+        if since is None:
+            return False
+        if asyncio.get_running_loop().time() - since < RECHECK_UNAVAILABLE:
+            return True
+        del self._unavailable[channel_id]
+        return False
+
     def _unavailable_here(self, channel: WebhookChannel, reason: str) -> None:
         """Post with the name prefix here until permissions change; say so once."""
-        self._unavailable.add(channel.id)
+        self._unavailable[channel.id] = asyncio.get_running_loop().time()
         if channel.id in self._warned:
             return
         self._warned.add(channel.id)

@@ -46,10 +46,8 @@ class Server:
 
 @pytest.fixture
 async def fake() -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    await server.start()
-    yield server
-    await server.stop()
+    async with FakeDiscord() as server:
+        yield server
 
 
 @pytest.fixture

@@ -128,7 +128,9 @@ async def test_a_close_the_library_cannot_recover_from_is_logged_in_one_line(
 
     [record] = [r for r in caplog.records if "4014" in r.getMessage()]
     assert record.exc_info is None and "until the bridge restarts" in record.getMessage()
-    assert not adapter._ready.is_set()
+    await fake.wait_until(lambda: not adapter.running_shards())
+    # Its lease is released (another instance may try), and this one does not try again.
+    assert await adapter.state.store.leases.holder("discord:main:gateway:0/1") is None
 
 
 async def test_shards_connect_separately_and_see_their_own_servers(
@@ -149,7 +151,8 @@ async def test_shards_connect_separately_and_see_their_own_servers(
 
     assert [frame["shard"] for frame in fake.identifies()] == [[1, 2]]
     assert (await received.next()).message_id == sent["id"]
-    assert [guild.id for guild in adapter._client.guilds] == [mine.id]
+    [shard] = adapter.running_shards()
+    assert [guild.id for guild in shard.client.guilds] == [mine.id]
 
 
 async def test_two_accounts_must_share_one_pair_of_addresses(

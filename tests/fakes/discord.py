@@ -10,7 +10,8 @@ One aiohttp server on 127.0.0.1 speaks what discord.py speaks to Discord:
 - The gateway at `/gateway/` (`gateway_url`), in `tests/fakes/discord_gateway.py`: HELLO,
   heartbeat ACK, IDENTIFY → READY (whose `resume_gateway_url` points at `/resume-gateway/`
   of this same server) → GUILD_CREATE, REQUEST_GUILD_MEMBERS → GUILD_MEMBERS_CHUNK, RESUME →
-  the missed events → RESUMED, INVALID_SESSION for a session it forgot. Content is blanked
+  the missed events → RESUMED, INVALID_SESSION for a session it forgot. Several sessions
+  of one token (two bridge instances) each get every event of their shard. Content is blanked
   unless IDENTIFY asked for the message content intent, as Discord does; a privileged intent
   the "developer portal" has off closes the socket with 4014, a wrong token with 4004.
 - Events: MESSAGE_CREATE for every post — a webhook's carries `webhook_id`, and is sent
@@ -267,6 +268,13 @@ class FakeDiscord:
         self._runner, self.url = await serve_locally(self.app)
         return self.url
 
+    async def __aenter__(self) -> FakeDiscord:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.stop()
+
     async def stop(self) -> None:
         await self.gateway.close(1001)
         if self._runner is not None:
@@ -379,6 +387,10 @@ class FakeDiscord:
     @property
     def sessions(self) -> list[Session]:
         return self.gateway.sessions
+
+    def live_sessions(self, shard: tuple[int, int] | None = None) -> list[Session]:
+        """Gateway sessions connected now (on `shard`, e.g. (0, 1), if given)."""
+        return self.gateway.live(shard)
 
     @property
     def gateway_frames(self) -> list[dict[str, Any]]:

@@ -5,7 +5,9 @@ refused with 4004 for a wrong token and 4014 for a privileged intent the "develo
 has off — and gets READY and one GUILD_CREATE per server of its shard; RESUME (op 6) gets the
 events the session missed, then RESUMED, or INVALID_SESSION (op 9) for a session Discord
 forgot; REQUEST_GUILD_MEMBERS (op 8) gets one GUILD_MEMBERS_CHUNK. A session outlives its
-socket: events dispatched while it is disconnected wait for its resume. Frames are plain
+socket: events dispatched while it is disconnected wait for its resume. As on Discord, one
+token may open several sessions, on one shard too, and each gets every event of its shard:
+which is why bridge instances must agree on who runs a shard. Frames are plain
 JSON text (discord.py accepts them although it asks for zlib-stream).
 """
 
@@ -79,6 +81,11 @@ class FakeGateway:
         """Discord forgot every session: the next RESUME gets INVALID_SESSION."""
         for session in self.sessions:
             session.valid = False
+
+    def live(self, shard: tuple[int, int] | None = None) -> list[Session]:
+        """Sessions with a connected socket (on `shard`, if given)."""
+        return [s for s in self.sessions
+                if s.socket is not None and not s.socket.closed and shard in (None, s.shard)]
 
     def dispatch(self, event: str, data: dict[str, Any], guild_id: int | None = None) -> None:
         """Send an event to every live session that covers the guild (kept for resumes)."""

@@ -15,8 +15,8 @@ from bridge.store.redis.store import RedisStore
 from tests.support.redis_server import (
     drop_prefix,
     private_server,
+    server_or_skip,
     skip_reason,
-    some_server,
     with_prefix,
 )
 
@@ -24,14 +24,8 @@ from tests.support.redis_server import (
 @pytest.fixture(scope="session")
 def redis_server() -> Iterator[str]:
     """The URL of a real Redis for the session (found, or started privately)."""
-    reason = skip_reason()
-    if reason is not None:
-        pytest.skip(reason)
-    try:
-        with some_server() as url:
-            yield url
-    except LookupError as exc:
-        pytest.fail(str(exc), pytrace=False)
+    with server_or_skip() as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -16,11 +16,13 @@ import subprocess
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+import pytest
 import redis
+import redis.asyncio
 
 from bridge.store.opening import redacted
 
@@ -121,3 +123,30 @@ async def drop_prefix(client: redis.asyncio.Redis, prefix: str) -> int:
     if batch:
         dropped += await client.delete(*batch)
     return dropped
+
+
+@contextmanager
+def server_or_skip() -> Iterator[str]:
+    """`some_server()` for a fixture: skipped only on purpose (BCN_BRIDGE_SKIP_REDIS=1),
+    failed when no server can be found, so a missing Redis never passes for green."""
+    if (reason := skip_reason()) is not None:
+        pytest.skip(reason)
+    try:
+        with some_server() as url:
+            yield url
+    except LookupError as missing:
+        pytest.fail(str(missing), pytrace=False)
+
+
+@asynccontextmanager
+async def prefixed(url: str) -> AsyncIterator[str]:
+    """The URL with a fresh key prefix; every key written under it is deleted on exit."""
+    url, prefix = with_prefix(url)
+    try:
+        yield url
+    finally:
+        client = redis.asyncio.Redis.from_url(url.partition("?")[0])
+        try:
+            await drop_prefix(client, prefix)
+        finally:
+            await client.aclose()
