@@ -53,7 +53,7 @@ def parse(text: object) -> ProtocolMessage | None:
     the bridge sees, so the small steps are written out here rather than called: each
     Python call costs as much as the check it would wrap.
     """
-    if not isinstance(text, str):
+    if not isinstance(text, str) or "[" not in text:  # every header has one: plain chat
         return None
     block = locate_block(text)
     if block is None:
