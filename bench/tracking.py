@@ -232,6 +232,11 @@ async def memory_per_conversation(count: int) -> float:
         return retained / count
 
 
+def print_header(header: str) -> None:
+    print(header)
+    print("-" * len(header))
+
+
 def sweep_line(label: str, row: dict[str, float]) -> str:
     return (
         f"{label:<26} {row['swept']:>6} {row['sweep_ms']:>9.1f} {row['stall_ms']:>9.1f}"
@@ -258,12 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         "SQLite store (temp file, WAL, synchronous=NORMAL);"
         f" min(size, {args.messages}) messages tracked per size"
     )
-    header = (
+    print_header(
         f"{'open':>8} {'fill msg/s':>11} {'track msg/s':>12} {'per CPU s':>10} {'mean µs':>8}"
         f" {'CPU µs':>7} {'p50 µs':>7} {'p99 µs':>7} {'max ms':>7} {'db MB':>6}"
     )
-    print(header)
-    print("-" * len(header))
     for row in rows:
         print(
             f"{row['size']:>8,} {row['fill_rate']:>11,.0f} {row['rate']:>12,.0f}"
@@ -284,12 +287,10 @@ def main(argv: list[str] | None = None) -> int:
         " stall = longest the loop gave another task no turn; ratio = base stall / stall;"
         f" each sweep starts after {SETTLE:g} s without writes"
     )
-    header = (
+    print_header(
         f"{'store, open':<26} {'swept':>6} {'sweep ms':>9} {'stall ms':>9}"
         f" {'base swept':>8} {'base ms':>9} {'base stall':>10} {'ratio':>8}"
     )
-    print(header)
-    print("-" * len(header))
     for row in rows:
         print(sweep_line(f"SQLite, {row['size']:,}", row))
     if args.no_redis:

@@ -22,10 +22,11 @@ from bridge.tracking.vocabulary import BRIDGE, STATUSES, resolve_timeouts
 
 log = logging.getLogger(__name__)
 
-SWEEP_BATCH = 20
+SWEEP_BATCH = 10
 """Expiries the sweep closes between two yields to the event loop. One close is a SQLite
-transaction of about 0.1 ms (0.3 ms on a busy machine), so a batch holds the loop for a few
-milliseconds, well under the 10 ms a chat may wait, whatever the number due."""
+transaction of about 0.1 ms (0.3 ms on a busy machine), so a batch holds the loop for 1-3 ms,
+leaving room under the 10 ms a chat may wait for the notices the relay posts per batch and
+for a shared machine's noise, whatever the number due."""
 
 
 def utc_now(now: datetime | None = None) -> datetime:
