@@ -1,12 +1,19 @@
-"""Conversation tracking figures: throughput, latency, sweep time, memory per conversation.
+"""Conversation tracking figures: throughput, latency, sweep stalls, memory per conversation.
 
-Run: `python bench/tracking.py [--sizes 1000,10000,100000] [--messages 4000]`.
+Run: `python bench/tracking.py [--sizes 1000,10000,100000] [--messages 4000]
+     [--redis URL | --no-redis] [--redis-size 100000]`.
 
 For each size it grows one SQLite store (temp file, WAL) to that many open conversations,
 then tracks a mixed batch of messages (half new REQUESTs, a quarter HANDOFFs and a quarter
-RESPONSEs on existing conversations) timing each `track`, then times one `sweep` that finds
-about 1% of the conversations due. Last, it measures what an open conversation costs in the
-memory store with tracemalloc. It prints figures; nothing here asserts a time.
+RESPONSEs on existing conversations) timing each `track`, then runs two sweeps that each find
+about 1% of the conversations due: the sweep as the relay runs it (batches, yielding to the
+loop in between), then, on the second 1%, the same sweep in one unbatched go (what it was
+before), the same-run baseline. During each sweep a heartbeat task takes every turn the
+loop gives it; the longest gap between two of its turns is the longest the sweep kept the
+loop from everyone else ("stall"). The same two sweeps then run on a Redis store of
+`--redis-size` open conversations (skipped, saying so, without a server). Last, it measures
+what an open conversation costs in the memory store with tracemalloc. It prints figures;
+nothing here asserts a time.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import os
 import random
 import statistics
 import sys
@@ -25,12 +33,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.redis_size import bounded, drop, fresh_prefix
 from bridge.protocol import Depth, MessageType, ProtocolMessage
-from bridge.store import open_store
+from bridge.store import Store, open_store
+from bridge.store.redis.store import RedisStore
 from bridge.tracking import Tracker
+from bridge.tracking.tracker import SWEEP_BATCH
 
 BASE = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-DUE_EVERY = 100  # one conversation in this many is opened early enough to be due at sweep
+DUE_EVERY = 100  # one conversation in this many is due at each of the two sweeps
+# The first sweep (batched) closes the ones opened 31 minutes before BASE; the second
+# (unbatched, the baseline) those opened 30.5 minutes before, still waiting at the first.
+FIRST_SWEEP = BASE - timedelta(seconds=45)
+SECOND_SWEEP = BASE + timedelta(minutes=1)
+UNBATCHED = 10**9
+SETTLE = 1.0  # seconds without writes before each sweep (see both_sweeps)
 
 
 def request(i: int) -> ProtocolMessage:
@@ -59,8 +76,16 @@ def follow_up(i: int, kind: MessageType) -> ProtocolMessage:
 
 
 def opened_at(i: int) -> datetime:
-    """Most conversations open at BASE; every DUE_EVERY-th one 31 minutes earlier."""
-    return BASE - timedelta(minutes=31) if i % DUE_EVERY == 0 else BASE
+    """Most conversations open at BASE; two in every DUE_EVERY open early (one per sweep)."""
+    if i % DUE_EVERY == 0:
+        return BASE - timedelta(minutes=31)
+    if i % DUE_EVERY == DUE_EVERY // 2:
+        return BASE - timedelta(minutes=30, seconds=30)
+    return BASE
+
+
+def due_at_a_sweep(i: int) -> bool:
+    return i % DUE_EVERY in (0, DUE_EVERY // 2)
 
 
 async def populate(tracker: Tracker, start: int, stop: int) -> None:
@@ -75,7 +100,7 @@ def batch(
 
     Conversations meant to be due at the sweep are left alone, so the sweep has its work.
     """
-    candidates = [i for i in range(existing) if i % DUE_EVERY and i not in used]
+    candidates = [i for i in range(existing) if not due_at_a_sweep(i) and i not in used]
     picked = rng.sample(candidates, min(count // 2, len(candidates)))
     used.update(picked)
     messages = [request(next_id + n) for n in range(count - len(picked))]
@@ -83,6 +108,61 @@ def batch(
     messages += [follow_up(i, MessageType.RESPONSE) for i in picked[len(picked) // 2 :]]
     rng.shuffle(messages)
     return messages
+
+
+async def watched_sweep(tracker: Tracker, now: datetime, batch_size: int) -> dict[str, float]:
+    """Sweep while a heartbeat task notes the longest the loop went without giving it a turn.
+
+    Beside that wall-clock gap it notes the CPU time this thread spent in it: the two agree
+    when the loop was busy with the sweep, and part with the CPU time shorter when the
+    operating system gave the core to another process (a shared machine's noise).
+    """
+    longest = longest_cpu = 0.0
+    sweeping = True
+
+    async def heartbeat() -> None:
+        nonlocal longest, longest_cpu
+        last, last_cpu = time.perf_counter(), time.thread_time()
+        while sweeping:
+            await asyncio.sleep(0)
+            turn, turn_cpu = time.perf_counter(), time.thread_time()
+            if turn - last > longest:
+                longest, longest_cpu = turn - last, turn_cpu - last_cpu
+            last, last_cpu = turn, turn_cpu
+
+    beat = asyncio.create_task(heartbeat())
+    await asyncio.sleep(0)  # the heartbeat takes its first turn
+    started = time.perf_counter()
+    closed = 0
+    async for batch in tracker.sweep_batches(now=now, batch_size=batch_size):
+        closed += len(batch)
+    seconds = time.perf_counter() - started
+    sweeping = False
+    await beat
+    return {
+        "sweep_ms": seconds * 1e3, "stall_ms": longest * 1e3,
+        "stall_cpu_ms": longest_cpu * 1e3, "swept": closed,
+    }  # fmt: skip
+
+
+async def both_sweeps(tracker: Tracker) -> dict[str, float]:
+    """The batched sweep on one 1%, then the unbatched baseline on the other 1%.
+
+    Each starts after SETTLE seconds without writes, as a relay's sweep (every 15 s) meets
+    a store that is not being written flat out: SQLite's background checkpoint has caught
+    up by then, so what is measured is the sweep, not a checkpoint it happened to trigger.
+    """
+    await asyncio.sleep(SETTLE)
+    batched = await watched_sweep(tracker, FIRST_SWEEP, SWEEP_BATCH)
+    await asyncio.sleep(SETTLE)
+    unbatched = await watched_sweep(tracker, SECOND_SWEEP, UNBATCHED)
+    return {
+        **batched,
+        "base_sweep_ms": unbatched["sweep_ms"],
+        "base_stall_ms": unbatched["stall_ms"],
+        "base_stall_cpu_ms": unbatched["stall_cpu_ms"],
+        "base_swept": unbatched["swept"],
+    }
 
 
 async def measure_sqlite(sizes: list[int], per_size: int) -> list[dict[str, float]]:
@@ -112,24 +192,38 @@ async def measure_sqlite(sizes: list[int], per_size: int) -> list[dict[str, floa
                 cpu = time.process_time() - cpu_started
                 populated += sum(1 for m in messages if m.type is MessageType.REQUEST)
 
-                started = time.perf_counter()
-                closed = await tracker.sweep(now=BASE + timedelta(minutes=1))
-                sweep_seconds = time.perf_counter() - started
-
+                sweeps = await both_sweeps(tracker)
                 latencies.sort()
                 rows.append({
                     "size": size,
                     "fill_rate": fill_rate,
                     "rate": len(messages) / elapsed,
+                    "cpu_rate": len(messages) / cpu,
                     "mean_us": statistics.fmean(latencies) * 1e6,
                     "cpu_us": cpu / len(messages) * 1e6,
                     "p50_us": latencies[len(latencies) // 2] * 1e6,
                     "p99_us": latencies[int(len(latencies) * 0.99)] * 1e6,
-                    "sweep_ms": sweep_seconds * 1e3,
-                    "swept": len(closed),
+                    "max_ms": latencies[-1] * 1e3,
+                    **sweeps,
                     "db_mb": path.stat().st_size / 1e6,
                 })  # fmt: skip
     return rows
+
+
+async def measure_redis(url: str, size: int) -> dict[str, float]:
+    """Both sweeps on a Redis store grown to `size` open conversations (its own prefix)."""
+    run_url, prefix = fresh_prefix(url)
+    store: Store = await open_store(run_url)
+    assert isinstance(store, RedisStore)
+    try:
+        tracker = Tracker(store)
+        started = time.perf_counter()
+        await bounded(size, lambda i: tracker.track(request(i), now=opened_at(i)))
+        fill_rate = size / (time.perf_counter() - started)
+        return {"size": size, "fill_rate": fill_rate, **await both_sweeps(tracker)}
+    finally:
+        await drop(store, prefix)
+        await store.close()
 
 
 async def memory_per_conversation(count: int) -> float:
@@ -148,6 +242,20 @@ async def memory_per_conversation(count: int) -> float:
         return retained / count
 
 
+def print_header(header: str) -> None:
+    print(header)
+    print("-" * len(header))
+
+
+def sweep_line(label: str, row: dict[str, float]) -> str:
+    return (
+        f"{label:<17} {row['swept']:>5} {row['sweep_ms']:>9.1f} {row['stall_ms']:>9.1f}"
+        f" {row['stall_cpu_ms']:>8.1f} {row['base_swept']:>6} {row['base_sweep_ms']:>8.1f}"
+        f" {row['base_stall_ms']:>10.1f} {row['base_stall_cpu_ms']:>8.1f}"
+        f" {row['base_stall_ms'] / row['stall_ms']:>7.1f}x"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", default="1000,10000,100000")
@@ -155,6 +263,9 @@ def main(argv: list[str] | None = None) -> int:
         "--messages", type=int, default=4000, help="tracked per size (at most size)"
     )
     parser.add_argument("--memory-count", type=int, default=20_000)
+    parser.add_argument("--redis", default=os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0"))
+    parser.add_argument("--no-redis", action="store_true")
+    parser.add_argument("--redis-size", type=int, default=100_000)
     args = parser.parse_args(argv)
     sizes = [int(size) for size in args.sizes.split(",")]
 
@@ -163,19 +274,16 @@ def main(argv: list[str] | None = None) -> int:
         "SQLite store (temp file, WAL, synchronous=NORMAL);"
         f" min(size, {args.messages}) messages tracked per size"
     )
-    header = (
-        f"{'open':>8} {'fill msg/s':>11} {'track msg/s':>12} {'mean µs':>8} {'CPU µs':>7}"
-        f" {'p50 µs':>7}"
-        f" {'p99 µs':>7} {'sweep ms':>9} {'swept':>6} {'db MB':>6}"
+    print_header(
+        f"{'open':>8} {'fill msg/s':>11} {'track msg/s':>12} {'per CPU s':>10} {'mean µs':>8}"
+        f" {'CPU µs':>7} {'p50 µs':>7} {'p99 µs':>7} {'max ms':>7} {'db MB':>6}"
     )
-    print(header)
-    print("-" * len(header))
     for row in rows:
         print(
             f"{row['size']:>8,} {row['fill_rate']:>11,.0f} {row['rate']:>12,.0f}"
-            f" {row['mean_us']:>8.0f} {row['cpu_us']:>7.0f} {row['p50_us']:>7.0f}"
-            f" {row['p99_us']:>7.0f}"
-            f" {row['sweep_ms']:>9.1f} {row['swept']:>6} {row['db_mb']:>6.1f}"
+            f" {row['cpu_rate']:>10,.0f} {row['mean_us']:>8.0f} {row['cpu_us']:>7.0f}"
+            f" {row['p50_us']:>7.0f} {row['p99_us']:>7.0f} {row['max_ms']:>7.1f}"
+            f" {row['db_mb']:>6.1f}"
         )
     first, last = rows[0], rows[-1]
     print(
@@ -183,9 +291,36 @@ def main(argv: list[str] | None = None) -> int:
         f" {last['mean_us'] / first['mean_us']:.2f}x (target ≤ 2x);"
         f" throughput at {last['size']:,}: {last['rate']:,.0f} msg/s (target ≥ 5,000)"
     )
+
+    print(
+        f"\nTimeout sweeps, ~1% of the open conversations due each: batched ({SWEEP_BATCH} per"
+        " batch, a yield between) vs unbatched (the same run's baseline, as before);"
+        " stall = longest the loop gave another task no turn (its CPU = this thread's CPU"
+        " time in that gap); ratio = base stall / stall;"
+        f" each sweep starts after {SETTLE:g} s without writes"
+    )
+    print_header(
+        f"{'store, open':<17} {'swept':>5} {'sweep ms':>9} {'stall ms':>9} {'its CPU':>8}"
+        f" {'base':>6} {'base ms':>8} {'base stall':>10} {'its CPU':>8} {'ratio':>8}"
+    )
+    for row in rows:
+        print(sweep_line(f"SQLite, {row['size']:,}", row))
+    if args.no_redis:
+        print("Redis: not run (--no-redis)")
+    else:
+        try:
+            redis_row = asyncio.run(measure_redis(args.redis, args.redis_size))
+        except OSError as exc:
+            print(f"Redis: NOT MEASURED, no server: {exc}")
+        else:
+            print(sweep_line(f"Redis, {redis_row['size']:,}", redis_row))
+            print(f"  (Redis filled at {redis_row['fill_rate']:,.0f} msg/s, 64 in flight)")
+    worst = max(row["stall_ms"] for row in rows)
+    print(f"longest batched-sweep stall, SQLite: {worst:.1f} ms (target ≤ 10 ms)")
+
     per_conversation = asyncio.run(memory_per_conversation(args.memory_count))
     print(
-        f"memory store: {per_conversation:,.0f} bytes per open conversation"
+        f"\nmemory store: {per_conversation:,.0f} bytes per open conversation"
         f" ({args.memory_count:,} conversations, tracemalloc; target ≤ 2,048)"
     )
     return 0

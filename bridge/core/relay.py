@@ -245,8 +245,20 @@ class Relay:
         return removed
 
     async def sweep_once(self, now: datetime | None = None) -> list[Conversation]:
-        """Close timed-out conversations and post a notice in each one's chat."""
-        closed = await self.ctx.tracker.sweep(now or self.ctx.clock())
+        """Close timed-out conversations and post a notice in each one's chat.
+
+        Batch by batch (`Tracker.sweep_batches` yields to the loop between them), so a
+        thousand expiries never stall the chats for more than one batch's work.
+        """
+        closed: list[Conversation] = []
+        async for batch in self.ctx.tracker.sweep_batches(now or self.ctx.clock()):
+            closed.extend(batch)
+            await self._notify_timeouts(batch)
+        return closed
+
+    async def _notify_timeouts(self, closed: list[Conversation]) -> None:
+        """A notice per timed-out request; each lane's request panel refreshed once."""
+        panels: dict[str, Lane] = {}
         for conv in closed:
             if conv.status != "timeout" or not conv.chat:
                 continue
@@ -262,5 +274,6 @@ class Relay:
                 f"⏱️ Request `{conv.request_id}` ({conv.from_} → {conv.to}) timed out"
                 f"{minutes} without an answer and is closed.",
             )
+            panels[lane.key] = lane
+        for lane in panels.values():
             await self.ctx.refresh_panel(lane)
-        return closed

@@ -32,12 +32,24 @@ class Depth(NamedTuple):
 
 DEFAULT_DEPTH = Depth(1, 5)
 
+# Every depth as the builders write it ("1/5", "2/5", ... "15/15"), looked up instead of
+# parsed: nearly every message carries one of these, and a lookup is a fifth of the parse.
+# A constant table built at import (Depth is immutable), not a cache: nothing changes later.
+_WRITTEN_DEPTHS: dict[str, Depth] = {
+    f"{current}/{maximum}": Depth(current, maximum)
+    for current in range(16)
+    for maximum in range(16)
+}
+
 
 def parse_depth(value: str, *, loose: bool = False) -> Depth | None:
     """Read `N/M` (ASCII digits); anything malformed or absurdly long is `None`, never an error.
 
     `loose` (the article dialect) also allows whitespace around the slash.
     """
+    written = _WRITTEN_DEPTHS.get(value)
+    if written is not None:
+        return written
     current, slash, maximum = value.partition("/")
     if loose:
         current, maximum = current.rstrip(JS_WHITESPACE), maximum.lstrip(JS_WHITESPACE)

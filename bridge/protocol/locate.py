@@ -21,13 +21,16 @@ from bridge.protocol.syntax import (
     FENCE,
     JS_WHITESPACE,
     LANGUAGE_TAG,
-    SKILL_HEADER,
+    SKILL_HEADER_IN_FENCE,
     UNFENCED_HEADER_START,
 )
 
 
 class Block(NamedTuple):
     """A located block: its span in the text, its header and the lines after the header.
+
+    `body` starts with the newline that ends the header line (when anything follows the
+    header), so every field line in it follows a newline.
 
     `skill_form` is true for a fenced block whose first line is `[TYPE → @Name]`: the
     reference library's exact dialect, read with its exact rules. Anything else is read
@@ -56,41 +59,45 @@ def find_block(text: str) -> tuple[int, int] | None:
 
 
 def locate_block(text: str) -> Block | None:
-    """The block `parse` reads, or `None` when the text holds no protocol header."""
-    if FENCE in text:
-        block = _first_fenced_block(text)
-        if block is not None:
-            return block
+    """The block `parse` reads, or `None` when the text holds no protocol header.
+
+    The fenced blocks come first, in order; the loop is written out here (not in a helper)
+    because it runs on every parse and a Python call costs as much as a check.
+    """
+    opening = text.find(FENCE)
+    while opening != -1:
+        start = opening + 3  # len(FENCE)
+        if text.startswith("\n", start):
+            start += 1
+        closing = text.find(FENCE, start)
+        if closing == -1:
+            # An unclosed final fence runs to the end of the text (article dialect only).
+            if text.find("[", start) != -1:
+                block = _read_article_fenced(text[start:], opening, len(text))
+                if block is not None:
+                    return block
+            break
+        # The common case, a reference-style block, is recognised in place.
+        skill = SKILL_HEADER_IN_FENCE.match(text, start, closing)
+        if skill is not None:
+            body = text[skill.end() : closing]
+            # tuple.__new__ skips the Python-level NamedTuple constructor (half its cost).
+            return tuple.__new__(
+                Block, (opening, closing + 3, skill[1], skill[2], True, body, True)
+            )
+        block_end = closing + 3
+        if text.find("[", start, closing) != -1:  # no header without a bracket
+            block = _read_article_fenced(text[start:closing], opening, block_end)
+            if block is not None:
+                return block
+        opening = text.find(FENCE, block_end)
     if "[" in text:
         return _first_unfenced_block(text)
     return None
 
 
-def _first_fenced_block(text: str) -> Block | None:
-    opening = text.find(FENCE)
-    while opening != -1:
-        start = opening + len(FENCE)
-        if text.startswith("\n", start):
-            start += 1
-        closing = text.find(FENCE, start)
-        end = closing if closing != -1 else len(text)
-        block_end = closing + len(FENCE) if closing != -1 else end
-        block = None
-        if text.find("[", start, end) != -1:  # no header without a bracket
-            block = _read_fenced(text[start:end], opening, block_end, closed=closing != -1)
-        if block is not None or closing == -1:
-            return block
-        opening = text.find(FENCE, block_end)
-    return None
-
-
-def _read_fenced(content: str, start: int, end: int, *, closed: bool) -> Block | None:
-    trimmed = content.strip(JS_WHITESPACE)
-    first_line, rest = _split_first_line(trimmed)
-    if closed:
-        skill = SKILL_HEADER.fullmatch(first_line)
-        if skill is not None:
-            return Block(start, end, skill.group(1), skill.group(2), True, rest, True)
+def _read_article_fenced(content: str, start: int, end: int) -> Block | None:
+    first_line, rest = _split_first_line(content.strip(JS_WHITESPACE))
     header = ANY_HEADER.fullmatch(first_line.strip(JS_WHITESPACE))
     if header is None and LANGUAGE_TAG.fullmatch(first_line.strip(JS_WHITESPACE)):
         first_line, rest = _split_first_line(rest.lstrip(JS_WHITESPACE))
@@ -141,7 +148,7 @@ def _article_block(header: re.Match[str], start: int, end: int, body: str) -> Bl
         header.group(1),
         header.group(3),
         header.group(2) == "@",
-        body.replace("\r\n", "\n"),
+        "\n" + body.replace("\r\n", "\n"),
         False,
     )
 

@@ -76,21 +76,14 @@ class ProtocolMessage:
         }
 
 
-def assemble_message(
-    message_type: MessageType, to: str, fields: dict[str, Any], meta: dict[str, str], raw: str
-) -> ProtocolMessage:
-    """The parser's hot-path constructor; equal to `ProtocolMessage(...)` with these values.
+def unfilled_message() -> tuple[ProtocolMessage, dict[str, Any]]:
+    """The parser's hot-path constructor: a bare instance and its attribute dict to fill.
 
     A frozen dataclass sets each of its 17 attributes through `object.__setattr__`, which
-    was a fifth of a whole parse. `fields` holds only attribute names the parser produced
-    (already validated), so filling the instance dict in one call is safe; attributes left
-    out fall back to the class-level defaults exactly as the generated `__init__` would.
+    was a fifth of a whole parse. The parser writes the attributes it read straight into
+    the instance dict instead; attributes it leaves out fall back to the class-level
+    defaults exactly as the generated `__init__` would. The caller must set `type`, `to`,
+    `from_`, `meta` and `raw` (they have no class-level default) before handing it out.
     """
     message = object.__new__(ProtocolMessage)
-    values = message.__dict__
-    values.update(fields)
-    values["type"] = message_type
-    values["to"] = to
-    values["meta"] = meta
-    values["raw"] = raw
-    return message
+    return message, message.__dict__

@@ -9,21 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from bridge.protocol.depth import Depth, parse_depth
-from bridge.protocol.locate import Block, locate_block
+from bridge.protocol.depth import parse_depth
+from bridge.protocol.locate import locate_block
 from bridge.protocol.model import (
     PRIORITIES,
     STATUSES,
     MessageType,
     ProtocolMessage,
-    assemble_message,
+    unfilled_message,
 )
 from bridge.protocol.syntax import (
     ARTICLE_FIELD_FOR_KEY,
     FIELD_FOR_KEY,
-    FIELD_KEY,
+    FIELD_SEPARATOR,
+    FIELD_SEPARATOR_ONE_LINE,
     JS_WHITESPACE,
-    META,
     attribute_for_key,
 )
 
@@ -36,91 +36,94 @@ _ARTICLE_STATUS = {
 }
 _BROADCAST_TARGETS = frozenset({"all", "*all*", "broadcast"})
 _MESSAGE_TYPES: dict[str, MessageType] = {kind.value: kind for kind in MessageType}
+# The field each type must carry (a RESPONSE may carry a valid Status instead).
+_REQUIRED_FIELD: dict[MessageType, str] = {
+    MessageType.REQUEST: "task",
+    MessageType.HANDOFF: "task",
+    MessageType.RESPONSE: "result",
+    MessageType.CLARIFY: "question",
+    MessageType.BROADCAST: "message",
+}
 
 
 def parse(text: object) -> ProtocolMessage | None:
-    """The protocol message in `text`, or `None` if there is none (or it is invalid)."""
-    if not isinstance(text, str) or ("```" not in text and "[" not in text):
+    """The protocol message in `text`, or `None` if there is none (or it is invalid).
+
+    The checks run in the reference's order. This is the hot path of every chat message
+    the bridge sees, so the small steps are written out here rather than called: each
+    Python call costs as much as the check it would wrap.
+    """
+    if not isinstance(text, str) or "[" not in text:  # every header has one: plain chat
         return None
     block = locate_block(text)
-    if block is None or block.type_name not in _MESSAGE_TYPES:
+    if block is None:
         return None
-    return _message_from_block(block, text)
-
-
-def _message_from_block(block: Block, text: str) -> ProtocolMessage | None:
+    message_type = _MESSAGE_TYPES.get(block.type_name)
+    if message_type is None:
+        return None
     article = not block.skill_form
-    fields, meta = _read_fields(block.body, ARTICLE_FIELD_FOR_KEY if article else FIELD_FOR_KEY)
-    message_type = _MESSAGE_TYPES[block.type_name]
-    if not fields.get("from_"):
+    message, fields = unfilled_message()
+    meta = _read_fields(block.body, ARTICLE_FIELD_FOR_KEY if article else FIELD_FOR_KEY, fields)
+    get = fields.get
+    if not get("from_"):
         return None
-    if not fields.get("request_id"):
+    if not get("request_id"):
         # The article dialect's BROADCAST carries no RequestId; every other message must.
         if not (article and message_type is MessageType.BROADCAST):
             return None
         fields["request_id"] = None
-    if "status" in fields:
-        fields["status"] = _status(fields["status"], article)
-    if not _has_required_field(message_type, fields):
+    status = get("status")
+    if status is not None:
+        if article:
+            status = _ARTICLE_STATUS.get(status.lower().replace("-", "_"))
+        elif status not in STATUSES:
+            status = None
+        fields["status"] = status
+    if not get(_REQUIRED_FIELD[message_type]) and not (
+        message_type is MessageType.RESPONSE and status
+    ):
         return None
-    if "priority" in fields:
-        fields["priority"] = _priority(fields["priority"], article)
-    if "depth" in fields:
-        depth_text = fields["depth"]
-        fields["depth"] = _depth(depth_text, article) if depth_text else None
-    to = _target(block) if article else block.target
-    return assemble_message(message_type, to, fields, meta, text)
+    priority = get("priority")
+    if priority is not None:
+        if article:
+            priority = priority.lower()
+        fields["priority"] = priority if priority in PRIORITIES else None
+    depth = get("depth")
+    if depth is not None:
+        fields["depth"] = parse_depth(depth, loose=article) if depth else None
+    target = block.target
+    if article and target.lower() in _BROADCAST_TARGETS:
+        target = "all"
+    fields["type"] = message_type
+    fields["to"] = target
+    fields["meta"] = meta
+    fields["raw"] = text
+    return message
 
 
-def _read_fields(body: str, known: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
-    """Split the lines after the header into fields; a later duplicate key wins.
+def _read_fields(body: str, known: dict[str, str], fields: dict[str, Any]) -> dict[str, str]:
+    """Split the lines after the header into `fields`; return the unknown ones (`meta`).
 
     A value runs from its key to the next key line, continuation lines included, so one
-    regex split does all the work; text before the first key is skipped.
+    regex split does all the work; text before the first key is skipped. A later duplicate
+    key wins.
     """
-    parts = FIELD_KEY.split(body.rstrip(JS_WHITESPACE))
-    fields: dict[str, Any] = {}
+    # Trailing whitespace must go first: a CR or U+2028 in it would otherwise make the last
+    # key line look like two JavaScript lines, and so not a key line.
+    body = body.rstrip(JS_WHITESPACE)
+    if "\r" in body or "\u2028" in body or "\u2029" in body:
+        parts = FIELD_SEPARATOR.split(body)
+    else:
+        parts = FIELD_SEPARATOR_ONE_LINE.split(body)
     meta: dict[str, str] = {}
-    for key, value in zip(parts[1::2], parts[2::2], strict=True):
-        attribute = known.get(key) or attribute_for_key(key, known)
-        if attribute == META:
-            meta[key] = value.strip(JS_WHITESPACE)
-        else:
+    pairs = iter(parts)
+    next(pairs)  # the text before the first key
+    for key, value in zip(pairs, pairs, strict=True):
+        attribute = known.get(key)
+        if attribute is None:
+            attribute = attribute_for_key(key, known)
+        if attribute:
             fields[attribute] = value.strip(JS_WHITESPACE)
-    return fields, meta
-
-
-def _has_required_field(message_type: MessageType, fields: dict[str, Any]) -> bool:
-    if message_type is MessageType.REQUEST or message_type is MessageType.HANDOFF:
-        return bool(fields.get("task"))
-    if message_type is MessageType.RESPONSE:
-        return bool(fields.get("result") or fields.get("status"))
-    if message_type is MessageType.CLARIFY:
-        return bool(fields.get("question"))
-    return bool(fields.get("message"))
-
-
-def _status(value: str | None, article: bool) -> str | None:
-    if value is None:
-        return None
-    if article:
-        return _ARTICLE_STATUS.get(value.lower().replace("-", "_"))
-    return value if value in STATUSES else None
-
-
-def _priority(value: str | None, article: bool) -> str | None:
-    if value is None:
-        return None
-    if article:
-        value = value.lower()
-    return value if value in PRIORITIES else None
-
-
-def _depth(value: str, article: bool) -> Depth | None:
-    return parse_depth(value, loose=article)
-
-
-def _target(block: Block) -> str:
-    if block.target.lower() in _BROADCAST_TARGETS:
-        return "all"
-    return block.target
+        else:
+            meta[key] = value.strip(JS_WHITESPACE)
+    return meta

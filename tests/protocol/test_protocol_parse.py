@@ -239,3 +239,54 @@ def test_parsed_message_equals_constructed_and_is_frozen() -> None:
     assert dataclasses.replace(message, task="other").task == "other"
     with pytest.raises(dataclasses.FrozenInstanceError):
         message.task = "changed"  # type: ignore[misc]
+
+
+# --- the fast paths keep every rule (the header matched in place, the two key patterns,
+# --- the table of written depths)
+
+
+@pytest.mark.parametrize(
+    ("after_header", "skill_form"),
+    [("\n", True), ("  \n", False), ("\u2028\n", False), ("\r\n", False)],
+)
+def test_skill_form_needs_the_header_alone_on_its_line(after_header: str, skill_form: bool) -> None:
+    # Trailing blanks after `]` make it an article-dialect block (as when the first line is
+    # split off and matched whole), where Body means Result; in the skill form it is meta.
+    text = f"```\n[RESPONSE → @Lot]{after_header}From: M\nRequestId: r\nBody: b\nStatus: done\n```"
+    message = parse(text)
+    assert message is not None
+    assert (message.result, message.meta) == ((None, {"Body": "b"}) if skill_form else ("b", {}))
+
+
+def test_skill_header_alone_with_blanks_up_to_the_fence() -> None:
+    assert find_block("```\n [REQUEST → @M] \n\t```") == (0, len("```\n [REQUEST → @M] \n\t```"))
+    assert parse("```[REQUEST → @M]```") is None  # a header, but no fields
+
+
+@pytest.mark.parametrize("separator", ["\r", "\u2028", "\u2029"])
+def test_a_line_break_inside_a_key_line_makes_it_a_continuation(separator: str) -> None:
+    # JavaScript's `.` stops there, so the reference reads the line as part of Task; the
+    # other key lines of the same body are still keys.
+    text = fenced(f"[REQUEST → @M]\nFrom: a\nRequestId: r\nTask: t\nContext: x{separator}y")
+    message = parse(text)
+    assert message is not None
+    assert (message.task, message.context) == (f"t\nContext: x{separator}y", None)
+    # Only the value part counts: blanks right after the colon may hold one.
+    message = parse(fenced(f"[REQUEST → @M]\nFrom: a\nRequestId: r\nTask:{separator} t"))
+    assert message is not None and message.task == "t"
+
+
+def test_trailing_line_breaks_do_not_hide_the_last_key() -> None:
+    message = parse(fenced("[REQUEST → @M]\nFrom: a\nRequestId: r\nTask: t\u2028\r \n"))
+    assert message is not None and message.task == "t"
+
+
+@pytest.mark.parametrize(
+    ("written", "depth"),
+    [("1/5", Depth(1, 5)), ("15/15", Depth(15, 15)), ("16/20", Depth(16, 20)),
+     ("01/5", Depth(1, 5)), ("0/0", Depth(0, 0)), ("1/5 ", Depth(1, 5)), ("1 /5", None),
+     ("1/5/", None), ("-1/5", None), ("١/5", None)],
+)  # fmt: skip
+def test_depths_as_written_and_otherwise(written: str, depth: Depth | None) -> None:
+    message = parse(fenced(f"[REQUEST → @M]\nFrom: a\nRequestId: r\nTask: t\nDepth: {written}"))
+    assert message is not None and message.depth == depth

@@ -68,23 +68,23 @@ class MemoryConversationStore(ConversationStore):
         return found
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
-        # Pop everything due, keep the entries that still match their conversation, and
-        # push those back: asking is not consuming.
-        popped: list[tuple[datetime, str]] = []
-        while self._deadlines and self._deadlines[0][0] <= now:
-            popped.append(heapq.heappop(self._deadlines))
+        # Pop due entries until `limit` live ones are found, drop the stale ones for good
+        # (superseded deadlines and duplicates: a deadline set again is pushed again), and
+        # push the live ones back: asking is not consuming. The cost follows `limit` and
+        # the stale entries met, never the number of conversations due.
+        deadlines = self._deadlines
         live: list[tuple[datetime, str]] = []
         seen: set[str] = set()
-        for deadline, request_id in popped:
+        while deadlines and deadlines[0][0] <= now and (limit is None or len(live) < limit):
+            deadline, request_id = heapq.heappop(deadlines)
             conversation = self._by_id.get(request_id)
             if conversation is None or conversation.deadline != deadline or request_id in seen:
                 continue
             seen.add(request_id)
             live.append((deadline, request_id))
         for entry in live:
-            heapq.heappush(self._deadlines, entry)
-        ids = [request_id for _, request_id in live]
-        return ids if limit is None else ids[:limit]
+            heapq.heappush(deadlines, entry)
+        return [request_id for _, request_id in live]
 
     async def remove_finished(self, updated_before: datetime) -> int:
         doomed = [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bridge.store.base import Store
+from bridge.store.sqlite.checkpoint import Checkpointer
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
@@ -36,11 +37,17 @@ class SqliteStore(Store):
         self.streams = SqliteStreamStore(self._db)
         self.leases = SqliteLeaseStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
+        self._checkpointer: Checkpointer | None = None
+        if path != IN_MEMORY:
+            self._checkpointer = Checkpointer(path)
+            self._checkpointer.start()
 
     async def close(self) -> None:
         group = getattr(self._db, "group", None)
         if group is not None:
             group.commit_now()  # the steps of this turn are durable before the file closes
+        if self._checkpointer is not None:
+            self._checkpointer.stop()
         self._db.close()
 
 

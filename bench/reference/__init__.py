@@ -1,0 +1,1 @@
+"""The reference JavaScript library, run by the benchmarks beside our own code."""
