@@ -64,6 +64,7 @@ from bridge.background import Background
 from bridge.core.adapter import (
     Adapter,
     Capabilities,
+    Diagnosis,
     InboundSink,
     PermanentSendError,
     TransientSendError,
@@ -217,6 +218,21 @@ class DiscordAdapter(Adapter):
             "on_member_join": self._on_member_changed,
             "on_member_remove": self._on_member_changed,
         }
+
+    def health(self) -> str | None:
+        """Up while logged in over REST (every instance sends) and no shard this instance
+        ran broke for good; a standby without a gateway is up: it sends what it is given."""
+        if not self._ready.is_set():
+            return super().health() or "not logged in to Discord"
+        broken = [gateway for gateway in self._gateways if gateway.broken is not None]
+        if broken:
+            return "; ".join(str(gateway.broken) for gateway in broken)
+        return super().health()
+
+    async def diagnose(self) -> list[Diagnosis]:
+        from adapters.discord.doctor import diagnose
+
+        return await diagnose(self.account, self.settings, self.bindings)
 
     def running_shards(self) -> list[Shard]:
         """The shards whose gateway this instance runs now (connected and ready)."""

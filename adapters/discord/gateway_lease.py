@@ -53,6 +53,8 @@ class GatewayLease:
         """The open shard while this instance holds it."""
         self.first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         """Settled after the first attempt: held and ready, standing by, or the error."""
+        self.broken: DiscordStartError | None = None
+        """Why this instance gave the shard up for good (e.g. a 4014), for `/readyz`."""
 
     @property
     def who(self) -> str:
@@ -142,6 +144,7 @@ class GatewayLease:
 
     def _report(self, failure: DiscordStartError) -> None:
         """The first attempt's failure goes to `start()`; a later one is logged once."""
+        self.broken = failure
         if not self.first.done():
             self._settle(failure)
             return

@@ -535,7 +535,10 @@ class FakeDiscord:
         return _json({**self.bot, "verified": True, "mfa_enabled": False, "flags": 0})
 
     async def _application_info(self, request: web.Request, call: Call) -> web.Response:
-        return _json(self.application)
+        # The portal's privileged-intent switches show in the application's flags.
+        flags = ((1 << 19) if "message_content" in self.privileged_enabled else 0) | (
+            (1 << 15) if "members" in self.privileged_enabled else 0)
+        return _json({**self.application, "flags": flags})
 
     async def _gateway_bot(self, request: web.Request, call: Call) -> web.Response:
         return _json({"url": self.url.replace("http://", "ws://") + "/gateway", "shards": 1,
