@@ -236,3 +236,20 @@ async def test_an_instance_without_the_account_leaves_its_lane_to_one_that_has_i
     assert platform.posted == ["for the instance with the account"]
     await without.stop()
     await with_account.stop()
+
+
+async def test_a_stream_begun_by_one_instance_is_finished_by_another_in_place(store) -> None:
+    """The instance that streamed the preview dies; the next one edits the same messages."""
+    platform = Platform()
+    first = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                   clock=clock, leases=store.leases, holder="instance-a", linger=0)
+    await first.put(item("half of the reply", kind="delta", run_id="r1"))
+    await drain(first)
+    await first.stop()  # gone (its lane lease released or expired)
+    second = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock, leases=store.leases, holder="instance-b", linger=0)
+    await second.put(item("half of the reply, and the rest", kind="final", run_id="r1"))
+    await drain(second)
+    assert platform.posted == ["half of the reply"]  # posted once, by the first
+    assert platform.edits == [("m1", "half of the reply, and the rest")]
+    await second.stop()
