@@ -11,6 +11,9 @@ import asyncio
 import random
 from dataclasses import dataclass, field
 
+_JITTER = random.Random()
+"""One generator for every Backoff: seeding one per outbox item cost more than its retries."""
+
 
 @dataclass(slots=True)
 class Backoff:
@@ -25,7 +28,7 @@ class Backoff:
     factor: float = 2.0
     jitter: float = 0.2
     attempts: int = 0
-    _rng: random.Random = field(default_factory=random.Random, repr=False)
+    _rng: random.Random = field(default=_JITTER, repr=False)
 
     def next_delay(self, retry_after: float | None = None) -> float:
         base = min(self.maximum, self.initial * (self.factor ** self.attempts))
