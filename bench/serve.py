@@ -3,6 +3,8 @@ from the client's.
 
     python bench/serve.py relay --rooms 50 [--hub ws://…]   # bridge (+ embedded hub) + echo
     python bench/serve.py hub                                # hub + echo, no bridge
+    python bench/serve.py relay --huge 2000000 [--max-reply-chars N]
+        # the echo bot answers a message starting "huge" with that many characters
 
 Prints one line `READY <url>` (the webchat WebSocket for `relay`, the hub's ws:// URL for
 `hub`) once the echo bot is online, then serves until killed (with BENCH_PROFILE=FILE in
@@ -31,19 +33,31 @@ from hub import LINK_TOKEN, hub_settings, wait_for_bot  # type: ignore[import-no
 
 from bridge import event_loop
 from bridge.app import BridgeApp
-from bridge.bcn.examples.echo import build_echo_bot
+from bridge.bcn.bot import IncomingMessage, Run
+from bridge.bcn.examples.echo import build_echo_bot, make_echo_handler
 from bridge.config.schema import BridgeConfig
 from bridge.core import registry
 from bridge.hub import Hub, HubConfig
 
+HUGE_LINE = "a line of a very long bot reply, made to measure what a huge one costs\n"
+HUGE_END = "END OF THE HUGE REPLY"
 
-def relay_config(data_dir: Path, rooms: int, hub_url: str | None) -> BridgeConfig:
+
+def huge_reply(size: int) -> str:
+    """About `size` characters of lines, `HUGE_END` last (gone if the bridge cut the reply)."""
+    return HUGE_LINE * max(1, size // len(HUGE_LINE)) + HUGE_END
+
+
+def relay_config(data_dir: Path, rooms: int, hub_url: str | None,
+                 max_reply_chars: int | None = None) -> BridgeConfig:
     settings: dict[str, Any] = {
         "store": f"sqlite:///{data_dir / 'bridge.db'}",
         "web": {"listen": "127.0.0.1:0"},
         "bindings": [{"channel": "webchat:main", "chat": f"room{n}", "group": "bench",
                       "protocol": {"enabled": False}} for n in range(rooms)],
     }
+    if max_reply_chars is not None:
+        settings["relay"] = {"max_reply_chars": max_reply_chars}
     if hub_url is None:
         settings |= {"hub": hub_settings(data_dir / "hub"), "bcn": {"url": "embedded"}}
     else:
@@ -54,14 +68,23 @@ def relay_config(data_dir: Path, rooms: int, hub_url: str | None) -> BridgeConfi
     )
 
 
-async def echo(url: str) -> asyncio.Task[None]:
+async def echo(url: str, huge: int = 0) -> asyncio.Task[None]:
     bot = build_echo_bot(url + "/ws/bot", stream=False, apply_env=False)
+    if huge:
+        answer_echo = make_echo_handler(stream=False)
+
+        @bot.on_message
+        async def answer(message: IncomingMessage, run: Run) -> str | None:
+            if message.text.startswith("huge"):
+                return huge_reply(huge)
+            return await answer_echo(message, run)
     task = asyncio.create_task(bot.run())
     await wait_for_bot(url)
     return task
 
 
-async def serve(mode: str, rooms: int, hub_url: str | None) -> None:
+async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
+                max_reply_chars: int | None = None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
         data_dir = Path(scratch)
         if mode == "hub":
@@ -71,9 +94,9 @@ async def serve(mode: str, rooms: int, hub_url: str | None) -> None:
                 await asyncio.Event().wait()
                 bot.cancel()
             return
-        app = BridgeApp(relay_config(data_dir, rooms, hub_url))
+        app = BridgeApp(relay_config(data_dir, rooms, hub_url, max_reply_chars))
         await app.start()
-        bot = await echo(app.bcn_url) if hub_url is None else None
+        bot = await echo(app.bcn_url, huge) if hub_url is None else None
         assert app.relay is not None and app.web is not None
         await app.relay.link.wait_ready(30)
         print(f"READY {app.web.url.replace('http://', 'ws://')}/webchat/main/ws", flush=True)
@@ -90,13 +113,17 @@ def main() -> None:
     parser.add_argument("mode", choices=["relay", "hub"])
     parser.add_argument("--rooms", type=int, default=50)
     parser.add_argument("--hub", help="link to this hub instead of embedding one")
+    parser.add_argument("--huge", type=int, default=0,
+                        help="characters the echo bot answers a message starting 'huge' with")
+    parser.add_argument("--max-reply-chars", type=int, help="the bridge's relay.max_reply_chars")
     args = parser.parse_args()
     import logging
 
     logging.basicConfig(level=logging.WARNING)
     profile_to = os.environ.get("BENCH_PROFILE")
+    serving = serve(args.mode, args.rooms, args.hub, args.huge, args.max_reply_chars)
     if not profile_to:
-        event_loop.run(serve(args.mode, args.rooms, args.hub))  # the loop `bcn-bridge` runs on
+        event_loop.run(serving)  # the loop `bcn-bridge` runs on
         return
     # CPU time, not wall time: on a shared machine a wall-clock profile blames whatever
     # was running when the process was descheduled (usually a socket send).
@@ -104,7 +131,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     profile.enable()
     try:
-        event_loop.run(serve(args.mode, args.rooms, args.hub))
+        event_loop.run(serving)
     except KeyboardInterrupt:
         pass
     finally:
