@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION
 from bridge.listen import parse_listen
+from bridge.text.lookalike import invisible_characters, mixed_scripts
 
 MAX_GROUP_ID_LENGTH = 78
 """Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (the channel link's limit)."""
@@ -23,7 +24,12 @@ RESERVED_NAMES = frozenset({"all"})
 
 
 def check_bot_name(name: str) -> str:
-    """A bot name must be addressable as `@name` and unambiguous; returns it stripped."""
+    """A bot name must be addressable as `@name` and unambiguous; returns it stripped.
+
+    Unambiguous also to the eye: no invisible characters and no mix of look-alike alphabets
+    (a Cyrillic "е" in a Latin name), so a name cannot pose as another bot's. Names that
+    merely look like an existing bot's are refused by the registry, which knows the others.
+    """
     stripped = name.strip()
     if not stripped or len(stripped) > 64:
         raise ValueError("a bot name must be 1-64 characters")
@@ -31,6 +37,15 @@ def check_bot_name(name: str) -> str:
         raise ValueError(f"a bot name must not start with '@': {stripped!r}")
     if any(ch < " " for ch in stripped):
         raise ValueError("a bot name must not contain control characters")
+    hidden = invisible_characters(stripped)
+    if hidden:
+        raise ValueError(f"a bot name must not contain invisible characters ({', '.join(hidden)})"
+                         ": they let one name pose as another")
+    scripts = mixed_scripts(stripped)
+    if scripts:
+        raise ValueError(f"a bot name must be written in one alphabet, not a mix of "
+                         f"{' and '.join(s.title() for s in scripts)}: mixed letters let one "
+                         "name pose as another")
     if stripped.casefold() in RESERVED_NAMES:
         raise ValueError(f"{stripped!r} is reserved (@all addresses every bot)")
     return stripped

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bridge.hub.config import BotConfig, check_bot_name
 from bridge.hub.storage import HubDatabase
+from bridge.text.lookalike import skeleton
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,10 @@ BOT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
 
 class NameTaken(ValueError):
     """A new bot asked for a name another bot already has."""
+
+
+class NameLooksTaken(NameTaken):
+    """A new bot asked for a name that cannot be told apart from another bot's ("Ru1es")."""
 
 
 class BotIdTaken(ValueError):
@@ -60,6 +65,8 @@ class BotRegistry:
         self._by_uuid: dict[str, BotRecord] = {}
         self._by_hash: dict[str, str] = {}
         self._by_name: dict[str, str] = {}
+        self._by_look: dict[str, str] = {}
+        """`skeleton(name)` → the name that looks that way (bots', and names config lists)."""
         for row in db.rows(
             "SELECT bot_uuid, name, token_hash, provisioned, created_at FROM bots"
         ):
@@ -73,6 +80,15 @@ class BotRegistry:
         self._by_uuid[record.bot_uuid] = record
         self._by_hash[token_hash] = record.bot_uuid
         self._by_name[record.name.casefold()] = record.bot_uuid
+        self._by_look.setdefault(skeleton(record.name), record.name)
+
+    def reserve(self, names: list[str]) -> None:
+        """Names config lists for bots that may register later: nobody else may look like them.
+
+        The exact name stays open to its bot (that is how a listed bot joins its group).
+        """
+        for name in names:
+            self._by_look.setdefault(skeleton(name), name)
 
     def provision(self, bots: list[BotConfig]) -> list[BotRecord]:
         """Make sure each configured identity exists with its configured token.
@@ -124,8 +140,16 @@ class BotRegistry:
         if name is None:
             name = f"bot-{uuid.uuid4().hex[:8]}"
         name = check_bot_name(name)
-        if self.by_name(name) is not None:
-            raise NameTaken(f"the name {name!r} is taken; reconnect with that bot's token")
+        holder = self.by_name(name)
+        if holder is not None:
+            by = "" if holder.name == name else f" (by the bot {holder.name!r})"
+            raise NameTaken(f"the name {name!r} is taken{by}; reconnect with that bot's token")
+        look_alike = self._by_look.get(skeleton(name))
+        if look_alike is not None and look_alike.casefold() != name.casefold():
+            raise NameLooksTaken(
+                f"the name {name!r} looks like the bot {look_alike!r} (same letters once case, "
+                "accents, look-alike characters and separators are ignored); pick a clearly "
+                "different name")
         return self._insert(name, hash_token(token), provisioned=False, bot_uuid=bot_uuid), token
 
     def onboard(self, record: BotRecord, descriptor: dict[str, object]) -> None:

@@ -233,6 +233,7 @@ def _open_state(config: HubConfig) -> HubState:
     try:
         registry = BotRegistry(db)
         registry.provision(config.bots)
+        registry.reserve([name for group in config.groups for name in group.bots])
         links = LinkDirectory()
         limits = OutboxLimits(
             max_pending=config.pending_max_per_binding,
