@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 import tempfile
 import time
@@ -33,7 +32,15 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from server_process import ROOT, medians, memory_mb, server, use_code  # type: ignore[import-not-found]
+from server_process import (  # type: ignore[import-not-found]
+    ROOT,
+    common_arguments,
+    memory_mb,
+    repeat,
+    serve_if_asked,
+    server,
+    use_code,
+)
 
 SCRIPT = str(HERE / "registration_flood.py")
 REGISTER = "bench-register-token"
@@ -194,24 +201,16 @@ async def run(bots: int, runs: int, scenario: str, code: str | None) -> None:
     sys.path.insert(0, str(ROOT))
     where = f"code from {code}" if code else "this checkout"
     print(f"bench/registration_flood.py: {bots} registrations, scenario {scenario!r}, {where}")
-    results = []
-    for n in range(runs):
-        extra = json.loads(json.dumps(SCENARIOS[scenario]))
-        results.append(await one_run(bots, extra, code))
-        show(f"run {n + 1}", results[-1])
-    show("median", medians(results))
+    await repeat(runs, lambda: one_run(bots, json.loads(json.dumps(SCENARIOS[scenario])), code),
+                 show)
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "serve":
-        logging.basicConfig(level=logging.ERROR)  # a flood's warnings are the point, not news
-        asyncio.run(serve(json.loads(sys.argv[2])))
+    if serve_if_asked(serve):
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bots", type=int, default=2000)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="defaults")
-    parser.add_argument("--code", help="run the server from this checkout instead")
+    common_arguments(parser, list(SCENARIOS))
     args = parser.parse_args()
     asyncio.run(run(args.bots, args.runs, args.scenario, args.code))
 

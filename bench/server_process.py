@@ -6,13 +6,17 @@ DIR`), so the same bench measures the code before a change beside the code after
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import contextlib
+import json
+import logging
 import os
 import statistics
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -58,3 +62,31 @@ async def server(script: str, *args: str, code: str | None = None
 def medians(runs: list[dict[str, float]]) -> dict[str, float]:
     """Each figure's median over the runs."""
     return {key: statistics.median(run[key] for run in runs) for key in runs[0]}
+
+
+Figures = dict[str, float]
+
+
+def serve_if_asked(serve: Callable[[dict[str, Any]], Awaitable[None]]) -> bool:
+    """`script serve '<json>'`: run the server side with those options; False otherwise."""
+    if len(sys.argv) != 3 or sys.argv[1] != "serve":
+        return False
+    logging.basicConfig(level=logging.ERROR)  # a flood's warnings are the point, not news
+    asyncio.run(serve(json.loads(sys.argv[2])))
+    return True
+
+
+def common_arguments(parser: argparse.ArgumentParser, scenarios: list[str]) -> None:
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--scenario", choices=sorted(scenarios), default="defaults")
+    parser.add_argument("--code", help="run the server from this checkout instead")
+
+
+async def repeat(runs: int, one_run: Callable[[], Awaitable[Figures]],
+                 show: Callable[[str, Figures], None]) -> None:
+    """`runs` runs, each shown as it ends, then the median of each figure."""
+    results = []
+    for n in range(runs):
+        results.append(await one_run())
+        show(f"run {n + 1}", results[-1])
+    show("median", medians(results))

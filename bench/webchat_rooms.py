@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -28,7 +27,14 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from server_process import medians, memory_mb, server, use_code  # type: ignore[import-not-found]
+from server_process import (  # type: ignore[import-not-found]
+    common_arguments,
+    memory_mb,
+    repeat,
+    serve_if_asked,
+    server,
+    use_code,
+)
 
 SCRIPT = str(HERE / "webchat_rooms.py")
 SCENARIOS: dict[str, dict[str, Any]] = {
@@ -107,24 +113,16 @@ async def run(rooms: int, messages: int, runs: int, scenario: str, code: str | N
     where = f"code from {code}" if code else "this checkout"
     print(f"bench/webchat_rooms.py: one visitor, {rooms} rooms × {messages} messages, "
           f"scenario {scenario!r}, {where}")
-    results = []
-    for n in range(runs):
-        results.append(await one_run(rooms, messages, dict(SCENARIOS[scenario]), code))
-        show(f"run {n + 1}", results[-1])
-    show("median", medians(results))
+    await repeat(runs, lambda: one_run(rooms, messages, dict(SCENARIOS[scenario]), code), show)
 
 
 def main() -> None:
-    if len(sys.argv) == 3 and sys.argv[1] == "serve":
-        logging.basicConfig(level=logging.ERROR)  # a flood's warnings are the point, not news
-        asyncio.run(serve(json.loads(sys.argv[2])))
+    if serve_if_asked(serve):
         return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rooms", type=int, default=200)
     parser.add_argument("--messages", type=int, default=200)
-    parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--scenario", choices=sorted(SCENARIOS), default="defaults")
-    parser.add_argument("--code", help="run the server from this checkout instead")
+    common_arguments(parser, list(SCENARIOS))
     args = parser.parse_args()
     asyncio.run(run(args.rooms, args.messages, args.runs, args.scenario, args.code))
 
