@@ -12,6 +12,7 @@ Everything runs on real hubs over real sockets; nothing here reads a clock to de
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -184,29 +185,46 @@ async def test_the_limit_survives_a_restart(
 async def test_registrations_that_never_connect_are_forgotten(
     http: aiohttp.ClientSession, start_hub: StartHub
 ) -> None:
-    settings: dict[str, Any] = {"register_tokens": [REGISTER], **NO_RATE,
-                                "reap_unconnected_after_seconds": 0.3,
-                                "sweep_interval_seconds": 0.05}
+    """Reaped an hour after registering (`now` is passed: the test waits for nothing)."""
+    settings: dict[str, Any] = {"register_tokens": [REGISTER], **NO_RATE}
     hub = await start_hub(**settings)
-    assert hub.state is not None
+    state = hub.state
+    assert state is not None
     idle = await http_register(http, hub, "Idle")
     used = await http_register(http, hub, "Used")
     bot = await TestBot.connect(http, hub, bot_id=used["bot_uuid"], token=used["bot_token"])
     live = await TestBot.connect(http, hub, name="Live")  # registered by connecting
     await bot.close()  # offline now, but it did connect: kept
 
-    await until(lambda: hub.state.registry.by_uuid(idle["bot_uuid"]) is None, timeout=WAIT)
-    group = hub.state.groups.get("grp")
+    assert state.admission.reap(state, now=time.time() + 60) == 0  # not old enough yet
+    assert state.admission.reap(state, now=time.time() + 3601) == 1
+    assert state.registry.by_uuid(idle["bot_uuid"]) is None
+    group = state.groups.get("grp")
     assert group is not None and idle["bot_uuid"] not in group.members
     assert {used["bot_uuid"], live.uuid} <= set(group.members)
     with pytest.raises(BcnError) as gone:
         await TestBot.connect(http, hub, token=idle["bot_token"])
     assert gone.value.code == "unauthorized"
-    assert (await http_register(http, hub, "Idle"))["status"] == 200  # the name is free
+    assert (await http_register(http, hub, "Idle"))["status"] == 200  # the name is free again
 
     await live.close()
     await hub.stop()
-    again = await start_hub(**settings)
+    again = await start_hub(**settings)  # what was reaped stays gone; what connected stays
     assert again.state is not None
-    assert again.state.registry.by_uuid(used["bot_uuid"]) is not None  # kept across restarts
-    assert await _stays(lambda: again.state.registry.by_uuid(used["bot_uuid"]) is not None)
+    assert again.state.registry.by_uuid(idle["bot_uuid"]) is None
+    assert again.state.admission.reap(again.state, now=time.time() + 3601) == 1  # the new Idle
+    assert again.state.registry.by_uuid(used["bot_uuid"]) is not None
+    assert again.state.registry.by_uuid(live.uuid) is not None
+
+
+async def test_the_sweeper_reaps_on_its_own(
+    http: aiohttp.ClientSession, start_hub: StartHub
+) -> None:
+    hub = await start_hub(register_tokens=[REGISTER], reap_unconnected_after_seconds=0.2,
+                          sweep_interval_seconds=0.05, participants_notice_interval_seconds=0)
+    assert hub.state is not None
+    link = await TestLink.connect(http, hub)
+    idle = await http_register(http, hub, "Idle")
+    await until(lambda: hub.state.registry.by_uuid(idle["bot_uuid"]) is None, timeout=WAIT)
+    joined, left = await next_item(link.events), await next_item(link.events)
+    assert joined.payload == left.payload == {"group_id": "grp"}  # Idle came, and went
