@@ -8,6 +8,7 @@ panel lists the room's open requests.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
 from collections.abc import Iterable
@@ -17,9 +18,11 @@ from aiohttp import web
 
 from adapters.webchat.chat import Webchat
 from adapters.webchat.config import WebchatAccount
+from adapters.webchat.origin import origin_refusal
 from adapters.webchat.page import WebchatPage
 from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
 from adapters.webchat.session import WebchatSession
+from adapters.webchat.visitors import ClientIds, Visitor
 from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
@@ -92,6 +95,8 @@ class WebchatAdapter(Adapter):
             raise ValueError("the webchat adapter needs the bridge's web server (web=WebServer)")
         self.config: WebchatAccount = config
         self.chat = Webchat(config)
+        self.ids = ClientIds()
+        self._connections = itertools.count(1)
         self.base = f"/webchat/{account}/"
         self.page = WebchatPage(config.title, self.base)
         self._sessions: set[WebchatSession] = set()
@@ -190,12 +195,18 @@ class WebchatAdapter(Adapter):
     async def _socket(self, request: web.Request) -> web.StreamResponse:
         if not self._accepting:
             raise web.HTTPServiceUnavailable(text="the webchat is not running")
+        refusal = origin_refusal(request, self.config.allowed_origins)
+        if refusal is not None:
+            log.info("webchat: refused a WebSocket from %s: %s", request.remote, refusal)
+            raise web.HTTPForbidden(text=refusal)
         frame_limit = max(
             MIN_FRAME_BYTES, self.config.max_message_length * BYTES_PER_CHARACTER * 2
         )
         ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=frame_limit)
         await ws.prepare(request)
-        session = WebchatSession(ws, self.chat, self._deliver, transport=request.transport)
+        visitor = Visitor(request.remote or "unknown", next(self._connections))
+        session = WebchatSession(ws, self.chat, self._deliver, ids=self.ids, visitor=visitor,
+                                 transport=request.transport)
         self._sessions.add(session)
         try:
             await session.run()

@@ -14,6 +14,7 @@ from typing import Any
 from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccount
 from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
+from adapters.webchat.visitors import Visitor, distinct_name
 
 
 def clean_display_name(name: str, max_length: int) -> str:
@@ -50,7 +51,7 @@ class Webchat:
 
     def __init__(self, config: WebchatAccount) -> None:
         self.config = config
-        self.rooms = RoomDirectory(config.history, config.max_rooms)
+        self.rooms = RoomDirectory(config.history, config.max_rooms, config.history_bytes)
         self.bound_rooms: frozenset[str] | None = None
         """Rooms bound to a BCN group, when the bridge has said; the page hints at the rest."""
 
@@ -81,17 +82,46 @@ class Webchat:
         if not self.config.allows_room(room):
             raise FrameError("room_not_allowed", f"there is no room {room!r} on this webchat")
 
-    def join(self, member: Member, room_name: str, current: Room | None) -> Room:
-        """Move `member` into a room and send it the room's state; leaves `current` first."""
+    def join(
+        self, member: Member, room_name: str, current: Room | None, name: str,
+        visitor: Visitor,
+    ) -> tuple[Room, str]:
+        """Move `member` into a room (leaving `current` first); the room and the name it has
+        there, told apart from everyone else's in it (`distinct_name`)."""
         self.check_room(room_name)
+        opened_by: tuple[str, ...] = ()
+        if self.rooms.get(room_name) is None and not self._operators_room(room_name):
+            self._check_rooms_of(visitor)
+            opened_by = (visitor.address_key, visitor.connection_key)
         try:
-            room = self.rooms.open(room_name)
+            room = self.rooms.open(room_name, opened_by)
         except TooManyRooms as error:
             raise FrameError("too_many_rooms", str(error)) from None
         if current is not None and current is not room:
             self.leave(member, current)
+        others = [other.name for other in room.members
+                  if other is not member and other.client_id != member.client_id]
+        shown = distinct_name(name, [*others, *room.bot_names], self.config.max_name_length)
         room.members.add(member)
-        return room
+        return room, shown
+
+    def _operators_room(self, room: str) -> bool:
+        """A room the config names (allow-list or binding): opening it costs nobody."""
+        return self.config.rooms is not None or bool(self.is_bound(room))
+
+    def _check_rooms_of(self, visitor: Visitor) -> None:
+        """Refuse a new room to a visitor who holds its share already."""
+        limits = (
+            (visitor.address_key, self.config.rooms_per_visitor, "from your address"),
+            (visitor.connection_key, self.config.rooms_per_connection, "from this page"),
+        )
+        for key, limit, where in limits:
+            if limit and self.rooms.opened_by(key) >= limit:
+                raise FrameError(
+                    "too_many_rooms",
+                    f"{limit} rooms opened {where} are still held on this webchat; join one "
+                    "of those or a room others use (rooms are freed as they fall idle)",
+                )
 
     def joined_frame(self, member: Member, room: Room) -> dict[str, Any]:
         return {
@@ -168,6 +198,6 @@ class Webchat:
 
     async def set_requests(self, room_name: str, items: list[dict[str, Any]]) -> None:
         room = self.rooms.open(room_name)
-        room.requests = list(items)
+        room.requests = list(items[: self.config.max_requests])
         await room.broadcast({"type": "requests", "room": room_name, "items": room.requests})
         self.rooms.forget_if_idle(room)

@@ -26,7 +26,9 @@ class JoinFrame(_ClientFrame):
     type: Literal["join"]
     room: str = Field(max_length=200)
     name: str = Field(max_length=1000)
-    client_id: ClientToken
+    client_id: ClientToken | None = None
+    """The id the server issued to this page before (kept across reloads); anything else
+    is ignored and the server's new one is used."""
 
 
 class SendFrame(_ClientFrame):

@@ -20,6 +20,7 @@ from adapters.webchat.frames import (
     parse_client_frame,
 )
 from adapters.webchat.rooms import ChatMessage, Member, Room
+from adapters.webchat.visitors import ClientIds, Visitor
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,8 @@ class WebchatSession:
         chat: Webchat,
         deliver: DeliverHuman,
         *,
+        ids: ClientIds,
+        visitor: Visitor,
         transport: Abortable | None = None,
         send_timeout: float = SEND_TIMEOUT,
     ) -> None:
@@ -53,7 +56,12 @@ class WebchatSession:
         self.send_timeout = send_timeout
         self.chat = chat
         self.deliver = deliver
-        self.client_id = ""
+        self.ids = ids
+        self.visitor = visitor
+        self.token = ids.issue()
+        """The signed id the page keeps and presents when it joins (see `visitors.py`)."""
+        self.client_id = ids.user_id(self.token) or ""
+        """The user id bots see: always one this server issued."""
         self.name = ""
         self.room: Room | None = None
 
@@ -76,7 +84,7 @@ class WebchatSession:
     async def run(self) -> None:
         """Serve frames until the page goes away; always leaves its room on the way out."""
         try:
-            await self.send_frame(self.chat.hello())
+            await self.send_frame({**self.chat.hello(), "client_id": self.token})
             async for message in self.ws:
                 if message.type is WSMsgType.TEXT:
                     await self._answer(message.data)
@@ -106,9 +114,12 @@ class WebchatSession:
 
     async def _join(self, frame: JoinFrame) -> None:
         name = clean_display_name(frame.name, self.chat.config.max_name_length)
-        room = self.chat.join(self, frame.room, self.room)
-        self.client_id, self.name, self.room = frame.client_id, name, room
-        await self.send_frame(self.chat.joined_frame(self, room))
+        kept = self.ids.user_id(frame.client_id)  # a reloaded page: the same person
+        if kept is not None:
+            self.token, self.client_id = str(frame.client_id), kept
+        room, self.name = self.chat.join(self, frame.room, self.room, name, self.visitor)
+        self.room = room
+        await self.send_frame({**self.chat.joined_frame(self, room), "client_id": self.token})
 
     async def _post(self, frame: SendFrame) -> None:
         if self.room is None:

@@ -26,6 +26,9 @@ class ErrorCode(StrEnum):
     UNSUPPORTED_SERVICE_MODE = "unsupported_service_mode"
     BOT_NOT_CONNECTED = "bot_not_connected"
     INVALID_STATUS = "invalid_status"
+    # The embedded hub's own: too many registrations from one address (retryable, with
+    # `retry_after_ms`).
+    RATE_LIMITED = "rate_limited"
 
 
 class BcnError(Exception):

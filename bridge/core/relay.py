@@ -69,6 +69,9 @@ class Relay:
         self.sweep_interval = sweep_interval
         self.retention = retention
         self._background = Background("relay")
+        self._refreshing: dict[str, asyncio.Future[None]] = {}
+        self._refresh_again: set[str] = set()
+        """Groups being listed, and those changed again meanwhile (see `_refresh_group`)."""
         self.link = LinkClient(
             link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
             on_connected=self._on_link_up,
@@ -196,6 +199,29 @@ class Relay:
             await self._refresh_group(group)
 
     async def _refresh_group(self, group: str) -> None:
+        """List the group's bots; a burst of changes costs one listing in flight plus one.
+
+        A change while a listing is in flight only asks for one more after it, and waits for
+        that one: a registration flood sends many notices, and one full listing each made the
+        work grow with the square of the group.
+        """
+        running = self._refreshing.get(group)
+        if running is not None:
+            self._refresh_again.add(group)
+            await asyncio.shield(running)
+            return
+        done = self._refreshing[group] = asyncio.get_running_loop().create_future()
+        try:
+            while True:
+                self._refresh_again.discard(group)
+                await self._list_group(group)
+                if group not in self._refresh_again:
+                    return
+        finally:
+            del self._refreshing[group]
+            done.set_result(None)
+
+    async def _list_group(self, group: str) -> None:
         try:
             payload = await self.link.request("channel.participants", {"group_id": group})
         except (BcnError, ConnectionClosed, TimeoutError) as exc:

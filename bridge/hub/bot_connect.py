@@ -28,6 +28,7 @@ from bridge.bcn.versions import (
     capabilities,
     speaks_run_events,
 )
+from bridge.hub.admission import RegistrationRefused
 from bridge.hub.groups import Group
 from bridge.hub.handshake import requested_version
 from bridge.hub.registry import BotIdTaken, BotRecord, NameTaken
@@ -53,8 +54,13 @@ def _optional_text(params: dict[str, Any], key: str) -> str | None:
     return value
 
 
-def connect_bot(state: HubState, conn: Connection, params: dict[str, Any]) -> Connected:
-    """Identify (or register) the bot a `bot.connect` speaks for; raises `BcnError`."""
+def connect_bot(
+    state: HubState, conn: Connection, params: dict[str, Any], address: str | None = None
+) -> Connected:
+    """Identify (or register) the bot a `bot.connect` speaks for; raises `BcnError`.
+
+    `address` is the peer's IP: registrations are rate-limited per address.
+    """
     config = state.config
     version = requested_version(
         params, default=DEFAULT_PROTOCOL_VERSION, lowest=config.min_protocol_version,
@@ -72,7 +78,7 @@ def connect_bot(state: HubState, conn: Connection, params: dict[str, Any]) -> Co
             raise BcnError(ErrorCode.UNAUTHORIZED, "the token does not belong to that bot_id")
         is_new = False
     else:
-        record, token = _register(state, _optional_text(params, "name"), bot_id)
+        record, token = _register(state, _optional_text(params, "name"), bot_id, address)
         joined = state.groups.admit(record)
         is_new = True
     negotiated = capabilities(version)
@@ -95,7 +101,16 @@ def connect_bot(state: HubState, conn: Connection, params: dict[str, Any]) -> Co
     return Connected(bot, payload, joined)
 
 
-def _register(state: HubState, name: str | None, bot_id: str | None) -> tuple[BotRecord, str]:
+def _register(
+    state: HubState, name: str | None, bot_id: str | None, address: str | None
+) -> tuple[BotRecord, str]:
+    try:
+        state.admission.check(state, address, name)
+    except RegistrationRefused as refused:
+        if refused.retry_after is None:  # a full group: asking again will not help
+            raise BcnError(ErrorCode.INVALID_REQUEST, refused.message) from None
+        raise BcnError(ErrorCode.RATE_LIMITED, refused.message, retryable=True,
+                       retry_after_ms=refused.retry_after * 1000) from None
     try:
         record, token = state.registry.register(name, bot_id)
     except BotIdTaken as exc:

@@ -51,7 +51,7 @@ class BotEndpoint:
         reader = asyncio.create_task(conn.run(), name="hub-bot-reader")
         bot: BotLink | None = None
         try:
-            bot = await self._admit(conn, frame)
+            bot = await self._admit(conn, frame, request.remote)
             if bot is None:
                 await conn.close()
             await reader
@@ -74,14 +74,16 @@ class BotEndpoint:
         self.state.grace.offline(bot.record.bot_uuid)
         self.orphans.bot_offline(bot.record.bot_uuid)
 
-    async def _admit(self, conn: Connection, frame: Request) -> BotLink | None:
+    async def _admit(
+        self, conn: Connection, frame: Request, address: str | None = None
+    ) -> BotLink | None:
         """Answer the handshake; the live connection of the bot, or None when refused.
 
         The read loop is already running (the old socket's probe needs the new one's
         frames to wait), but no request or event is handled before this returns.
         """
         try:
-            connected = connect_bot(self.state, conn, frame.params)
+            connected = connect_bot(self.state, conn, frame.params, address)
         except BcnError as exc:
             await refuse(conn, frame.id, exc)
             return None
@@ -107,6 +109,7 @@ class BotEndpoint:
             await conn.respond(frame.id, connected.payload)
             self.state.grace.online(bot.record.bot_uuid)  # before attach: that wakes held ones
             self.state.presence.attach(bot)
+        self.state.registry.connected(bot.record)  # no longer a registration to reap
         self._log_connected(connected)
         if connected.joined:
             self.state.announce(connected.joined)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION
 from bridge.listen import parse_listen
+from bridge.text.lookalike import invisible_characters, mixed_scripts
 
 MAX_GROUP_ID_LENGTH = 78
 """Keeps `{group}:channel_{type}_{8 hex}` within 128 characters (the channel link's limit)."""
@@ -23,7 +24,12 @@ RESERVED_NAMES = frozenset({"all"})
 
 
 def check_bot_name(name: str) -> str:
-    """A bot name must be addressable as `@name` and unambiguous; returns it stripped."""
+    """A bot name must be addressable as `@name` and unambiguous; returns it stripped.
+
+    Unambiguous also to the eye: no invisible characters and no mix of look-alike alphabets
+    (a Cyrillic "е" in a Latin name), so a name cannot pose as another bot's. Names that
+    merely look like an existing bot's are refused by the registry, which knows the others.
+    """
     stripped = name.strip()
     if not stripped or len(stripped) > 64:
         raise ValueError("a bot name must be 1-64 characters")
@@ -31,6 +37,15 @@ def check_bot_name(name: str) -> str:
         raise ValueError(f"a bot name must not start with '@': {stripped!r}")
     if any(ch < " " for ch in stripped):
         raise ValueError("a bot name must not contain control characters")
+    hidden = invisible_characters(stripped)
+    if hidden:
+        raise ValueError(f"a bot name must not contain invisible characters ({', '.join(hidden)})"
+                         ": they let one name pose as another")
+    scripts = mixed_scripts(stripped)
+    if scripts:
+        raise ValueError(f"a bot name must be written in one alphabet, not a mix of "
+                         f"{' and '.join(s.title() for s in scripts)}: mixed letters let one "
+                         "name pose as another")
     if stripped.casefold() in RESERVED_NAMES:
         raise ValueError(f"{stripped!r} is reserved (@all addresses every bot)")
     return stripped
@@ -48,6 +63,11 @@ class GroupConfig(BaseModel):
     )
     bots: list[str] = Field(default_factory=list, description="Member bots, by name.")
     auto_join: bool = Field(False, description="Every bot registering later joins this group.")
+    auto_join_limit: int = Field(
+        100, ge=0,
+        description="Bots not listed in `bots` that may join through auto_join; once that many "
+        "have, anonymous registration is refused (a flood of them costs every link a refresh).",
+    )
     type: Literal["default", "manager_worker"] = Field(
         "default",
         description="manager_worker: the driver is the manager and hands out tasks "
@@ -169,7 +189,25 @@ class HubConfig(BaseModel):
     transcript_limit: int = Field(200, ge=1, description="Messages kept per channel session.")
     dedup_limit: int = Field(10_000, ge=1, description="Inbound msg_ids remembered per binding.")
     identity_secret: str | None = Field(
-        None, description="Key for user pseudonyms; generated and kept in data_dir when unset."
+        None, description="Key for user pseudonyms; generated and kept in hub.db (0600) when unset."
+    )
+
+    # Registration flood limits (anyone who can reach the hub can register a bot).
+    participants_notice_interval_seconds: float = Field(
+        0.5, ge=0,
+        description="At most one channel.participants.changed per group this often; changes "
+        "in between are announced together at its end (0: every change at once).",
+    )
+    register_rate_per_minute: float = Field(
+        20.0, ge=0,
+        description="Registrations (POST /register, bot.connect without a token) one IP address "
+        "may make per minute, after a burst of `register_burst` (0: no limit).",
+    )
+    register_burst: int = Field(20, ge=1)
+    reap_unconnected_after_seconds: float | None = Field(
+        3600.0, gt=0,
+        description="A registered bot that never connected is forgotten after this long "
+        "(its token stops working); null keeps them.",
     )
 
     @field_validator("listen")

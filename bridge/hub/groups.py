@@ -24,8 +24,17 @@ class Group:
     auto_join: bool
     type: str = "default"
     """`default`, or `manager_worker` (the driver manages, the others work on tasks)."""
+    auto_join_limit: int = 100
+    """At most this many members joined through `auto_join` (not listed in `bots`)."""
     members: list[str] = field(default_factory=list)
     """Member bot uuids in a stable order: config order first, then joining order."""
+    auto_joined: set[str] = field(default_factory=set)
+    """The members that joined through `auto_join` (what `auto_join_limit` counts)."""
+
+    @property
+    def full(self) -> bool:
+        """No room for one more bot through auto_join."""
+        return self.auto_join and len(self.auto_joined) >= self.auto_join_limit
 
     @property
     def manager_worker(self) -> bool:
@@ -46,14 +55,14 @@ class GroupDirectory:
             joined.setdefault(group_id, []).append(bot_uuid)
         for config in configs:
             group = Group(config.id, config.name, config.driver, list(config.bots),
-                          config.auto_join, config.type)
+                          config.auto_join, config.type, config.auto_join_limit)
             for name in config.bots:
                 record = registry.by_name(name)
                 if record is not None:
                     self._add(group, record.bot_uuid)
             for bot_uuid in joined.get(config.id, []):
-                if registry.by_uuid(bot_uuid) is not None:
-                    self._add(group, bot_uuid)
+                if registry.by_uuid(bot_uuid) is not None and self._add(group, bot_uuid):
+                    group.auto_joined.add(bot_uuid)
             self._groups[group.id] = group
 
     @staticmethod
@@ -70,11 +79,30 @@ class GroupDirectory:
             if group.lists(record.name):
                 if self._add(group, record.bot_uuid):
                     changed.append(group)
-            elif group.auto_join and self._add(group, record.bot_uuid):
+            elif group.auto_join and not group.full and self._add(group, record.bot_uuid):
+                group.auto_joined.add(record.bot_uuid)
                 self._db.write(
                     "INSERT OR IGNORE INTO group_members (group_id, bot_uuid) VALUES (?, ?)",
                     (group.id, record.bot_uuid),
                 )
+                changed.append(group)
+        return changed
+
+    def full_for(self, name: str | None) -> list[Group]:
+        """The auto_join groups a new bot of that name would join, but which are full.
+
+        A bot listed by name in a group is expected there and never counts as anonymous.
+        """
+        return [group for group in self._groups.values()
+                if group.full and (name is None or not group.lists(name))]
+
+    def forget(self, bot_uuids: set[str]) -> list[Group]:
+        """Take forgotten bots out of every group (their rows are gone already)."""
+        changed = []
+        for group in self._groups.values():
+            if any(bot_uuid in bot_uuids for bot_uuid in group.members):
+                group.members = [u for u in group.members if u not in bot_uuids]
+                group.auto_joined -= bot_uuids
                 changed.append(group)
         return changed
 

@@ -134,6 +134,7 @@ class LinkEndpoint:
         if group is None:
             raise BcnError(ErrorCode.NOT_FOUND, f"unknown group {group_id!r}")
         driver = self.state.groups.driver_uuid(group)
+        self.state.notices.listings += 1
         return {"participants": [self._participant(p, p.bot_uuid == driver)
                                  for p in self.state.participants(group)]}
 

@@ -4,7 +4,8 @@
   (an onboarding token an operator hands out). Creates a bot with that name and answers
   `{bot_name, bot_uuid, bot_token}` (`Cache-Control: no-store`). Missing parameters or a
   name outside 2–64 characters are 400 `bad_request`; a wrong token 401 `unauthorized`; a
-  taken name 409 `conflict`.
+  taken (or look-alike) name 409 `conflict`; too many registrations from one address 429
+  `rate_limited` with `Retry-After`; a full `auto_join` group 403 `group_full`.
 - `POST /bots/onboard` with `Authorization: Bearer <bot token>` and a JSON descriptor
   {`name`, `summary`, `domains`, `skills`, `scopes`} — keeps the descriptor and answers
   `{onboarded: true, bot_uuid, name, capabilities}`. A missing or unknown token is 401; a
@@ -23,6 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
+from bridge.hub.admission import RegistrationRefused
 from bridge.hub.config import check_bot_name
 from bridge.hub.registry import NameTaken
 from bridge.hub.state import HubState
@@ -36,6 +38,15 @@ LIST_FIELDS = ("domains", "skills", "scopes")
 
 def _error(status: int, code: str, message: str) -> web.Response:
     return web.json_response({"error": code, "message": message}, status=status)
+
+
+def _refused(refused: RegistrationRefused) -> web.Response:
+    """429 with `Retry-After` for the rate limit; 403 for a full group."""
+    if refused.retry_after is not None:
+        response = _error(429, refused.code, refused.message)
+        response.headers["Retry-After"] = str(refused.retry_after)
+        return response
+    return _error(403, refused.code, refused.message)
 
 
 class Onboarding:
@@ -61,6 +72,10 @@ class Onboarding:
             name = check_bot_name(name)
         except ValueError as exc:
             return _error(400, "bad_request", str(exc))
+        try:  # before the token check: the rate also bounds guessing at register tokens
+            self.state.admission.check(self.state, request.remote, name)
+        except RegistrationRefused as refused:
+            return _refused(refused)
         if not self._tokens.accepts(token):
             return _error(401, "unauthorized", "invalid register token")
         try:

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from bridge.hub.config import BotConfig, check_bot_name
 from bridge.hub.storage import HubDatabase
+from bridge.text.lookalike import skeleton
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +41,10 @@ class NameTaken(ValueError):
     """A new bot asked for a name another bot already has."""
 
 
+class NameLooksTaken(NameTaken):
+    """A new bot asked for a name that cannot be told apart from another bot's ("Ru1es")."""
+
+
 class BotIdTaken(ValueError):
     """A new bot asked for a preconfigured `bot_id` that already belongs to a bot."""
 
@@ -52,6 +57,8 @@ class BotRecord:
     created_at: float
     profile: dict[str, object] | None = None
     """The descriptor the bot onboarded with (summary, domains, skills, scopes)."""
+    connected_at: float | None = None
+    """When the bot first connected to `/ws/bot`; None while it never has."""
 
 
 class BotRegistry:
@@ -60,10 +67,16 @@ class BotRegistry:
         self._by_uuid: dict[str, BotRecord] = {}
         self._by_hash: dict[str, str] = {}
         self._by_name: dict[str, str] = {}
+        self._by_look: dict[str, str] = {}
+        """`skeleton(name)` → the name that looks that way (bots', and names config lists)."""
+        self._never_connected: dict[str, float] = {}
+        """Registered bots that never connected, oldest first (what `reap` may forget)."""
         for row in db.rows(
-            "SELECT bot_uuid, name, token_hash, provisioned, created_at FROM bots"
+            "SELECT bot_uuid, name, token_hash, provisioned, created_at, connected_at FROM bots"
+            " ORDER BY created_at"
         ):
-            self._remember(BotRecord(row[0], row[1], bool(row[3]), row[4]), row[2])
+            record = BotRecord(row[0], row[1], bool(row[3]), row[4], connected_at=row[5])
+            self._remember(record, row[2])
         for bot_uuid, descriptor in db.rows("SELECT bot_uuid, descriptor FROM bot_profiles"):
             record = self._by_uuid.get(bot_uuid)
             if record is not None:
@@ -73,6 +86,27 @@ class BotRegistry:
         self._by_uuid[record.bot_uuid] = record
         self._by_hash[token_hash] = record.bot_uuid
         self._by_name[record.name.casefold()] = record.bot_uuid
+        self._by_look.setdefault(skeleton(record.name), record.name)
+        if record.connected_at is None and not record.provisioned:
+            self._never_connected[record.bot_uuid] = record.created_at
+
+    def _forget(self, record: BotRecord) -> None:
+        self._by_uuid.pop(record.bot_uuid, None)
+        self._by_hash = {h: u for h, u in self._by_hash.items() if u != record.bot_uuid}
+        if self._by_name.get(record.name.casefold()) == record.bot_uuid:
+            del self._by_name[record.name.casefold()]
+        look = skeleton(record.name)
+        if self._by_look.get(look) == record.name:
+            del self._by_look[look]
+        self._never_connected.pop(record.bot_uuid, None)
+
+    def reserve(self, names: list[str]) -> None:
+        """Names config lists for bots that may register later: nobody else may look like them.
+
+        The exact name stays open to its bot (that is how a listed bot joins its group).
+        """
+        for name in names:
+            self._by_look.setdefault(skeleton(name), name)
 
     def provision(self, bots: list[BotConfig]) -> list[BotRecord]:
         """Make sure each configured identity exists with its configured token.
@@ -95,6 +129,7 @@ class BotRegistry:
                 record = self._insert(bot.name, token_hash, provisioned=True)
             else:
                 record.provisioned = True
+                self._never_connected.pop(record.bot_uuid, None)
                 self._set_token_hash(record.bot_uuid, token_hash)
             records.append(record)
         return records
@@ -124,9 +159,47 @@ class BotRegistry:
         if name is None:
             name = f"bot-{uuid.uuid4().hex[:8]}"
         name = check_bot_name(name)
-        if self.by_name(name) is not None:
-            raise NameTaken(f"the name {name!r} is taken; reconnect with that bot's token")
+        holder = self.by_name(name)
+        if holder is not None:
+            by = "" if holder.name == name else f" (by the bot {holder.name!r})"
+            raise NameTaken(f"the name {name!r} is taken{by}; reconnect with that bot's token")
+        look_alike = self._by_look.get(skeleton(name))
+        if look_alike is not None and look_alike.casefold() != name.casefold():
+            raise NameLooksTaken(
+                f"the name {name!r} looks like the bot {look_alike!r} (same letters once case, "
+                "accents, look-alike characters and separators are ignored); pick a clearly "
+                "different name")
         return self._insert(name, hash_token(token), provisioned=False, bot_uuid=bot_uuid), token
+
+    def connected(self, record: BotRecord) -> None:
+        """The bot is on `/ws/bot`: the first time, remember it (it is no longer reapable)."""
+        if record.connected_at is not None:
+            return
+        record.connected_at = time.time()
+        self._never_connected.pop(record.bot_uuid, None)
+        self._db.write("UPDATE bots SET connected_at = ? WHERE bot_uuid = ?",
+                       (record.connected_at, record.bot_uuid))
+
+    def reap(self, registered_before: float) -> list[BotRecord]:
+        """Forget bots registered before then that never connected (their tokens end).
+
+        Registrations are cheap for anyone who can reach the hub; ones nobody ever used
+        would otherwise be kept, listed and announced forever. Provisioned bots are kept.
+        """
+        old = []
+        for bot_uuid, created_at in self._never_connected.items():
+            if created_at >= registered_before:
+                break
+            old.append(self._by_uuid[bot_uuid])
+        if not old:
+            return []
+        self._db.write_all([
+            (f"DELETE FROM {table} WHERE bot_uuid = ?", (record.bot_uuid,))
+            for record in old for table in ("bots", "bot_profiles", "group_members")
+        ])
+        for record in old:
+            self._forget(record)
+        return old
 
     def onboard(self, record: BotRecord, descriptor: dict[str, object]) -> None:
         """Keep the descriptor a bot onboarded with (replacing an earlier one)."""

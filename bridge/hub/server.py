@@ -146,6 +146,7 @@ class Hub:
         """Stop the background work; what it had not done yet stays in `hub.db`."""
         if self._orphans is not None:
             self._orphans.close()
+        state.notices.close()
         state.grace.close()
         if self.dispatcher is not None:
             await self.dispatcher.held.close()
@@ -218,6 +219,7 @@ class Hub:
             try:
                 await self._bots.expire(now)
                 await self._links.expire(now)
+                self.state.admission.reap(self.state)
             except Exception:  # one bad close must not stop expiry for good
                 log.exception("expiry sweep failed")
             for run in self.state.runs.expire(now, config.run_timeout_ms / 1000):
@@ -233,6 +235,7 @@ def _open_state(config: HubConfig) -> HubState:
     try:
         registry = BotRegistry(db)
         registry.provision(config.bots)
+        registry.reserve([name for group in config.groups for name in group.bots])
         links = LinkDirectory()
         limits = OutboxLimits(
             max_pending=config.pending_max_per_binding,

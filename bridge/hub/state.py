@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.bcn.connection import Connection
+from bridge.hub.admission import Admission
 from bridge.hub.bindings import BindingSpec
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes
 from bridge.hub.groups import Group, GroupDirectory
+from bridge.hub.participants_notices import ParticipantsNotices
 from bridge.hub.registry import BotRecord, BotRegistry
 from bridge.hub.routing import Participant
 from bridge.hub.runs import RunTable
@@ -153,6 +155,13 @@ class HubState:
     identity_secret: bytes
     grace: StartupGrace
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    notices: ParticipantsNotices = field(init=False)
+    admission: Admission = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.notices = ParticipantsNotices(
+            self.config.participants_notice_interval_seconds, self._notify_group)
+        self.admission = Admission(self.config)
 
     def participants(self, group: Group) -> list[Participant]:
         out = []
@@ -163,10 +172,13 @@ class HubState:
         return out
 
     def announce(self, groups: list[Group]) -> None:
-        """Tell links bound to these groups that their participants changed."""
+        """Tell links bound to these groups that their participants changed (throttled)."""
         for group in groups:
-            for link in self.links.in_group(group.id):
-                self.spawn(_notify(link, group.id), "participants-changed")
+            self.notices.changed(group.id)
+
+    def _notify_group(self, group_id: str) -> None:
+        for link in self.links.in_group(group_id):
+            self.spawn(_notify(link, group_id), "participants-changed")
 
     def spawn(self, coro: object, name: str) -> None:
         """Run a background job the hub waits for (or cancels) on stop."""

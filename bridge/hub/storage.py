@@ -153,6 +153,15 @@ HUB_MIGRATIONS: tuple[Migration, ...] = (
             """,
         ),
     ),
+    Migration(
+        5,
+        "when a bot first connected, so registrations that never connect can be forgotten",
+        (
+            "ALTER TABLE bots ADD COLUMN connected_at REAL",
+            # Bots from before this step may well have connected: they are kept.
+            "UPDATE bots SET connected_at = created_at",
+        ),
+    ),
 )
 
 
@@ -189,7 +198,12 @@ class HubDatabase:
         return list(cursor.fetchall())
 
     def secret(self, key: str) -> str:
-        """A random secret generated once and kept, so pseudonyms stay stable across restarts."""
+        """A random secret generated once and kept, so pseudonyms stay stable across restarts.
+
+        It is kept in the `meta` table, in this file: created 0600 (`connect`), so it is as
+        private as the tokens' hashes and the transcripts beside it. Set `identity_secret`
+        in the config (e.g. from a secret file) to keep it out of the data directory.
+        """
         found = self.rows("SELECT value FROM meta WHERE key = ?", (key,))
         if found:
             return str(found[0][0])

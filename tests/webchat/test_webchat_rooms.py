@@ -30,7 +30,7 @@ async def test_display_names_are_cleaned(connect) -> None:
 
 
 async def test_human_message_reaches_everyone_in_the_room_and_the_sink(connect, webchat) -> None:
-    ada, bob = await connect("c-ada"), await connect("c-bob")
+    ada, bob = await connect(), await connect()
     await ada.join("lobby", "Ada")
     await bob.join("lobby", "Bob")
 
@@ -58,7 +58,7 @@ async def test_human_message_reaches_everyone_in_the_room_and_the_sink(connect, 
     assert inbound.channel == "webchat:main"
     assert inbound.chat_id == "lobby"
     assert inbound.message_id == message["id"]
-    assert inbound.sender.id == "c-ada"
+    assert inbound.sender.id == ada.user_id
     assert inbound.sender.name == "Ada"
     assert inbound.sender.is_bot is False
     assert inbound.text == message["text"]
@@ -100,7 +100,7 @@ async def test_history_keeps_only_the_last_messages(start_webchat, http) -> None
 
 
 async def test_client_retries_are_posted_once(connect, webchat) -> None:
-    ada, bob = await connect("c-ada"), await connect("c-bob")
+    ada, bob = await connect(), await connect()
     await ada.join("lobby", "Ada")
     await bob.join("lobby", "Bob")
 
@@ -120,13 +120,13 @@ async def test_client_retries_are_posted_once(connect, webchat) -> None:
 
 
 async def test_a_retry_after_reconnecting_is_posted_once(connect, webchat) -> None:
-    first_tab = await connect("c-ada")
+    first_tab = await connect()
     await first_tab.join("lobby", "Ada")
     await first_tab.say("sent before the network dropped", client_message_id="m-1")
     original = (await first_tab.expect("message"))["message"]
     await first_tab.ws.close()
 
-    reconnected = await connect("c-ada")
+    reconnected = await connect(first_tab.client_id)
     joined = await reconnected.join("lobby", "Ada")
     assert [message["id"] for message in joined["history"]] == [original["id"]]
     await reconnected.say("sent before the network dropped", client_message_id="m-1")
@@ -137,7 +137,7 @@ async def test_a_retry_after_reconnecting_is_posted_once(connect, webchat) -> No
 
 
 async def test_same_message_id_from_another_client_is_a_new_message(connect) -> None:
-    ada, bob = await connect("c-ada"), await connect("c-bob")
+    ada, bob = await connect(), await connect()
     await ada.join("lobby", "Ada")
     await bob.join("lobby", "Bob")
     await ada.say("hi", client_message_id="m-1")

@@ -7,6 +7,7 @@ import asyncio
 from adapters.webchat import WebchatAccount
 from adapters.webchat.chat import Webchat
 from adapters.webchat.session import WebchatSession
+from adapters.webchat.visitors import ClientIds, Visitor
 
 
 class StuckSocket:
@@ -45,7 +46,8 @@ async def test_a_page_that_stops_reading_is_cut_off_and_the_room_goes_on() -> No
     chat = Webchat(WebchatAccount())
     transport = Transport()
     stuck = WebchatSession(
-        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05  # type: ignore[arg-type]
+        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05,  # type: ignore[arg-type]
+        ids=ClientIds(), visitor=Visitor("127.0.0.1", 1),
     )
     fast = Page()
     room = chat.rooms.open("lobby")
@@ -61,7 +63,8 @@ async def test_a_session_cut_off_while_answering_ends_quietly_and_leaves_its_roo
     chat = Webchat(WebchatAccount())
     transport = Transport()
     session = WebchatSession(
-        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05  # type: ignore[arg-type]
+        StuckSocket(), chat, _nothing, transport=transport, send_timeout=0.05,  # type: ignore[arg-type]
+        ids=ClientIds(), visitor=Visitor("127.0.0.1", 1),
     )
     room = chat.rooms.open("lobby")
     session.room = room

@@ -30,10 +30,17 @@ OPEN_REQUEST: dict[str, Any] = {
 class ChatClient:
     """One browser tab, speaking JSON frames over a real socket."""
 
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, client_id: str) -> None:
+    def __init__(self, ws: aiohttp.ClientWebSocketResponse, client_id: str | None = None) -> None:
         self.ws = ws
         self.client_id = client_id
+        """The signed id the page keeps: the server's (from `hello`), or one presented."""
         self.hello: dict[str, Any] = {}
+
+    @property
+    def user_id(self) -> str:
+        """The sender id bots see: the issued id without its signature."""
+        assert self.client_id is not None
+        return self.client_id.partition(".")[0]
 
     async def send(self, frame: dict[str, Any]) -> None:
         await self.ws.send_str(json.dumps(frame))
@@ -51,7 +58,9 @@ class ChatClient:
 
     async def join(self, room: str = "lobby", name: str = "Ada") -> dict[str, Any]:
         await self.send({"type": "join", "room": room, "name": name, "client_id": self.client_id})
-        return await self.expect("joined")
+        joined = await self.expect("joined")
+        self.client_id = joined["client_id"]  # what a page stores for its next visit
+        return joined
 
     async def say(self, text: str, client_message_id: str | None = None) -> str:
         client_message_id = client_message_id or f"m-{next(_ids)}"
@@ -67,9 +76,11 @@ class ChatClient:
 async def open_client(
     session: aiohttp.ClientSession, url: str, client_id: str | None = None
 ) -> ChatClient:
+    """A tab; `client_id` is an id a server issued to an earlier tab (a reload), if any."""
     ws = await session.ws_connect(url)
-    client = ChatClient(ws, client_id or f"c-{next(_ids)}")
+    client = ChatClient(ws)
     client.hello = await client.expect("hello")
+    client.client_id = client_id or client.hello["client_id"]
     return client
 
 

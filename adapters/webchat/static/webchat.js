@@ -26,17 +26,17 @@
     return prefix + Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
   }
 
-  function stableClientId() {
-    let id = storage.get(KEYS.client);
-    if (!id || !/^[\w.:-]{1,100}$/.test(id)) {
-      id = randomId("c-");
-      storage.set(KEYS.client, id);
-    }
-    return id;
+  // The server issues the page's id (in `hello`, confirmed in `joined`); the page keeps it
+  // and presents it when it joins again, so a reload is the same person to the bots and its
+  // queued messages are still recognised as resends. It never makes one up itself.
+  function storedClientId() {
+    const id = storage.get(KEYS.client);
+    return id && /^[\w.:-]{1,100}$/.test(id) ? id : "";
   }
 
   const state = {
-    clientId: stableClientId(),
+    clientId: storedClientId(),
+    shownName: "", // the name the room shows, e.g. "Ada (2)" when another Ada is there
     ws: null,
     joined: false,
     wantJoin: false,
@@ -267,7 +267,7 @@
     if (findPending(clientMessageId)) return;
     const wasNearBottom = nearBottom();
     const node = messageNode({
-      id: "", kind: "human", sender: { name: state.name, is_bot: false }, text,
+      id: "", kind: "human", sender: { name: state.shownName || state.name, is_bot: false }, text,
       client_message_id: clientMessageId, timestamp: new Date().toISOString(),
     });
     node.classList.add("pending");
@@ -295,7 +295,9 @@
   }
 
   function sendJoin() {
-    send({ type: "join", room: state.room, name: state.name, client_id: state.clientId });
+    const frame = { type: "join", room: state.room, name: state.name };
+    if (state.clientId) frame.client_id = state.clientId;
+    send(frame);
   }
 
   function flushPending() {
@@ -351,7 +353,11 @@
     joined(frame) {
       state.joined = true;
       state.room = frame.room;
-      state.name = frame.name;
+      state.shownName = frame.name; // the chosen name is kept for the next join
+      if (typeof frame.client_id === "string" && frame.client_id) {
+        state.clientId = frame.client_id;
+        storage.set(KEYS.client, state.clientId);
+      }
       storage.set(KEYS.name, state.name);
       storage.set(KEYS.room, state.room);
       ui.joinError.textContent = "";

@@ -104,7 +104,10 @@ class HistoryStore:
         }
         temp = self.path.with_name(f".{self.path.name}.tmp")
         try:
-            temp.write_text(json.dumps(body), encoding="utf-8")
+            # 0600 from the start: the file holds what people said to the bot.
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(json.dumps(body))
             os.replace(temp, self.path)
         except OSError as exc:
             log.warning("could not write history file %s: %s", self.path, exc)

@@ -12,6 +12,7 @@ bridge instances should share Redis, not one SQLite file.
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -20,6 +21,8 @@ from pathlib import Path
 BUSY_TIMEOUT_MS = 5000
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 IN_MEMORY = ":memory:"
+PRIVATE_FILE_MODE = 0o600
+"""Databases hold tokens' hashes, the hub's pseudonym key and people's messages: owner only."""
 
 
 class StoreConnection(sqlite3.Connection):
@@ -28,10 +31,25 @@ class StoreConnection(sqlite3.Connection):
     group: GroupCommit | None = None
 
 
+def create_private(path: str | os.PathLike[str]) -> None:
+    """Create an empty file readable by its owner alone, unless it exists already.
+
+    SQLite would create the file with the process umask (usually 0644: anyone on the
+    machine could read it); it opens an existing file as it is, and gives its `-wal` and
+    `-shm` files the database file's mode, so creating it first covers all three.
+    """
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
 def connect(path: str) -> sqlite3.Connection:
-    """Open (creating parent directories) and configure one database connection."""
+    """Open (creating parent directories and a 0600 file) and configure one connection."""
     if path != IN_MEMORY:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
+        create_private(path)
     # isolation_level=None: we issue BEGIN/COMMIT ourselves, so a transaction spans exactly
     # what `write_transaction` wraps and nothing is committed implicitly.
     db = sqlite3.connect(path, isolation_level=None, factory=StoreConnection)
