@@ -32,6 +32,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
+import server_process  # type: ignore[import-not-found]
 from hub import bench_link, cpu_seconds, percentile  # type: ignore[import-not-found]
 
 sys.path.insert(0, str(ROOT))
@@ -70,22 +71,8 @@ class Tab:
 @contextlib.asynccontextmanager
 async def server(*args: str) -> AsyncIterator[tuple[str, int]]:
     """A `bench/serve.py` process: its URL and pid."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, SERVE, *args, cwd=ROOT, stdout=asyncio.subprocess.PIPE
-    )
-    try:
-        assert process.stdout is not None
-        while True:
-            line = (await asyncio.wait_for(process.stdout.readline(), 60)).decode()
-            if not line:
-                raise RuntimeError(f"bench/serve.py {' '.join(args)} exited")
-            if line.startswith("READY "):
-                break
-        yield line.split()[1], process.pid
-    finally:
-        if process.returncode is None:
-            process.terminate()
-            await process.wait()
+    async with server_process.server(SERVE, *args) as (words, pid):
+        yield words[0], pid
 
 
 class Cpu:
