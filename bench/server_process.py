@@ -1,4 +1,4 @@
-"""What the hardening benches share: a server in its own process, its memory from /proc.
+"""What the benches that run a server share: a server in its own process, its memory from /proc.
 
 `--code DIR` runs that server from another checkout (e.g. `git archive <commit> | tar -x -C
 DIR`), so the same bench measures the code before a change beside the code after it.
