@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bridge import __version__
+from bridge.hub.backpressure import BotBackpressure
 from bridge.hub.bots import BotEndpoint
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes, OutboxLimits
@@ -255,6 +256,7 @@ def _open_state(config: HubConfig) -> HubState:
             identity_secret=secret.encode(),
             grace=StartupGrace(db, config.reconnect_grace_seconds,
                                lambda bot_uuid: _bot_name(registry, bot_uuid)),
+            backpressure=BotBackpressure(config),
         )
     except BaseException:
         db.close()

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.bcn.connection import Connection
+from bridge.hub.backpressure import Backlog, BotBackpressure
 from bridge.hub.bindings import BindingSpec
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes
@@ -40,6 +41,8 @@ class BotLink:
     client_kind: str | None = None
     status: dict[str, Any] | None = None
     """The latest `bot.status` the bot reported (status, dynamic_summary, load)."""
+    backlog: Backlog = field(default_factory=Backlog)
+    """How far behind this connection is (`backpressure.py`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -152,6 +155,7 @@ class HubState:
     outboxes: Outboxes
     identity_secret: bytes
     grace: StartupGrace
+    backpressure: BotBackpressure
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
 
     def participants(self, group: Group) -> list[Participant]:
