@@ -108,6 +108,41 @@ async def test_a_bot_that_stops_reading_is_shed_then_cut_off_while_another_keeps
     resume()
 
 
+async def test_a_burst_beyond_the_bound_loses_injects_only_for_the_slow_observer(
+    start_hub: StartHub, http: aiohttp.ClientSession, bots: list[Bot],
+) -> None:
+    hub = await start_hub(observer_queue_max=10, bot_queue_max=20, observer_shed_limit=1000,
+                          groups=[{"id": "grp", "bots": ["Fast", "Slow"]}])
+    fast, slow = Observer(hub, "Fast"), Observer(hub, "Slow")
+    bots += [fast.bot, slow.bot]
+    _, slow_link = await online(hub, fast.bot, slow.bot)
+    link = await TestLink.connect(http, hub)
+    resume = stop_reading(slow.bot)
+
+    burst = [f"burst {n}" for n in range(50)]
+    for n, text in enumerate(burst):
+        await link.inbound(text, f"b{n}", deliver="observe")
+    await until(lambda: len(fast.seen) == 50, WAIT)
+    assert hub.state is not None
+    pressure = hub.state.backpressure
+    assert pressure.injects_shed == 40 and slow_link.backlog.peak <= 10
+    assert slow_link.backlog.shedding
+
+    resume()
+    await until(lambda: slow.bot.injects_shed == 40, WAIT)  # the "caught up" notice
+    assert fast.seen == burst  # every one, in order
+    assert slow.seen == burst[:10]  # what fit in its queue; the rest were shed...
+    assert slow.bot.backpressure is not None
+    assert slow.bot.backpressure["state"] == "caught_up"  # ... and it was told how many
+    assert not slow_link.backlog.shedding and slow_link.backlog.shed_total == 40
+    assert fast.bot.injects_shed == 0 and pressure.bots_cut == 0
+
+    more = [f"after {n}" for n in range(3)]  # caught up: it gets everything again
+    for n, text in enumerate(more):
+        await link.inbound(text, f"a{n}", deliver="observe")
+    await until(lambda: slow.seen[-3:] == more, WAIT)
+
+
 async def test_a_responder_that_cannot_keep_up_has_its_deliveries_failed_in_the_chat(
     start_hub: StartHub, http: aiohttp.ClientSession, bots: list[Bot],
 ) -> None:
