@@ -6,8 +6,10 @@ cannot read 10,000 injects/s — the slow consumers this bench is about), an ech
 responder), and this process — a channel link that sends `--rate` messages/s for
 `--seconds` (open loop: the next one goes at its time whatever happened to the last),
 each `deliver: observe` in a group of every observer, so each one is a `chat.inject` to
-every observer. Beside it, on a second link, a canary: one message at a time to the echo bot
-in a group of its own, timed from `channel.inbound` to its `final` delivery.
+every observer. Beside it, on a second link, two canaries, each one message at a time to the
+echo bot, timed from `channel.inbound` to its `final` delivery: one in the observers' own
+room (the echo bot drives it; the observers observe the canary and its answer too), one in a
+room of its own.
 
 Every second it prints the canary's latest round trip (or how long the one on its way has
 waited), the hub's RSS, what the observers received, the backlog (injects the hub accepted
@@ -48,6 +50,8 @@ from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
 SELF = str(Path(__file__).resolve())
 CANARY_GAP = 0.25
 """Seconds between one canary's reply and the next canary."""
+STALLED = 10.0
+"""After the flood, the observers receiving nothing for this long means nothing more comes."""
 
 
 def observer_name(n: int) -> str:
@@ -70,21 +74,30 @@ def hub_settings(data_dir: Path, observers: int) -> dict[str, Any]:
         "bots": [{"name": "Echo", "token": ECHO_TOKEN},
                  *({"name": observer_name(n), "token": observer_token(n)}
                    for n in range(observers))],
-        "groups": [{"id": "flood", "name": "Flood", "bots": names},
+        "groups": [{"id": "flood", "name": "Flood", "driver": "Echo", "bots": ["Echo", *names]},
                    {"id": "canary", "name": "Canary", "driver": "Echo", "bots": ["Echo"]}],
     }
 
 
 # ---------------------------------------------------------------------- worker processes
-async def observer_worker(url: str, first: int, count: int) -> None:
-    """`count` SDK observer bots; prints `COUNT <injects seen>` every half second."""
+async def observer_worker(url: str, first: int, count: int, work_us: float) -> None:
+    """`count` SDK observer bots; prints `COUNT <injects seen>` every half second.
+
+    Each inject costs `work_us` µs of CPU (what a bot does with what it observes: store
+    it, index it), so that the observers are slower than the flood on any machine.
+    """
     from bridge.bcn.bot import Bot, IncomingMessage
 
     seen = 0
+    work = work_us / 1e6
 
-    async def observe(_message: IncomingMessage) -> None:
+    async def observe(message: IncomingMessage) -> None:
         nonlocal seen
-        seen += 1
+        if message.text.startswith("flood "):  # not the canary's own messages
+            seen += 1
+        until = time.perf_counter() + work
+        while time.perf_counter() < until:
+            pass
 
     bots = [Bot(url + "/ws/bot", token=observer_token(n), apply_env=False, on_observe=observe)
             for n in range(first, first + count)]
@@ -162,7 +175,7 @@ class Rig:
 
 
 @contextlib.asynccontextmanager
-async def rig(observers: int, processes: int) -> AsyncIterator[Rig]:
+async def rig(observers: int, processes: int, work_us: float) -> AsyncIterator[Rig]:
     """The hub, the observer processes and the echo bot, all running; stopped after."""
     import yaml
 
@@ -183,7 +196,8 @@ async def rig(observers: int, processes: int) -> AsyncIterator[Rig]:
                 for first in range(0, observers, per):
                     count = min(per, observers - first)
                     process = await start_process(SELF, "--worker", "observers", "--url", url,
-                                                  "--first", str(first), "--count", str(count))
+                                                  "--first", str(first), "--count", str(count),
+                                                  "--observe-work-us", str(work_us))
                     started.append(process)
                     workers.append(Worker(process))
                 echo = await start_process(SELF, "--worker", "echo", "--url", url)
@@ -326,18 +340,19 @@ class Canary:
         return 0.0 if self.started_at is None else now - self.started_at
 
 
-async def canary(link: BenchLink, tally: Canary, stop: asyncio.Event) -> None:
+async def canary(link: BenchLink, binding: int, tally: Canary, stop: asyncio.Event) -> None:
+    """One message at a time to the echo bot: `channel.inbound`, its answer, its final."""
     loop = asyncio.get_running_loop()
     n = 0
     while not stop.is_set():
         n += 1
-        msg_id = f"canary-{n}-{time.time_ns()}"
+        msg_id = f"canary-{binding}-{n}-{time.time_ns()}"
         reply: asyncio.Future[None] = loop.create_future()
         link.waiting[msg_id] = reply
         tally.started_at = loop.time()
         try:
-            await link.conn.request("channel.inbound",
-                                    inbound(link.binding_ids[0], msg_id, f"canary {n}", False))
+            await link.conn.request("channel.inbound", inbound(
+                link.binding_ids[binding], msg_id, f"@Echo canary {n}", False))
             await reply
         except (BcnError, ConnectionClosed, TimeoutError) as exc:
             print(f"  canary {n} failed: {exc}")
@@ -358,8 +373,10 @@ QUEUE_METRICS = (
 
 @dataclass
 class Summary:
-    canary_p50: float
-    canary_max: float
+    room_p50: float
+    room_max: float
+    other_p50: float
+    other_max: float
     rss_max: float
     backlog_max: float
     queue_max: float
@@ -377,27 +394,40 @@ def backlog(metrics: dict[str, float], accepted: int, observers: int, observed: 
     return max(0, int(accepted * observers - observed - lost))
 
 
+def shown(tally: Canary, now: float) -> str:
+    """The latest round trip, or `N+` while the one on its way has waited longer."""
+    waited = tally.waiting(now)
+    last = tally.latencies[-1] if tally.latencies else 0.0
+    return f"{waited:.1f}+" if waited > max(1.0, last) else f"{last:.3f}"
+
+
+def worst(tally: Canary, now: float) -> tuple[float, float]:
+    """Median and maximum round trip, counting the one still on its way as it stands."""
+    latencies = [*tally.latencies, tally.waiting(now)] if tally.started_at else tally.latencies
+    return statistics.median(latencies or [0.0]), max(latencies or [0.0])
+
+
 async def one_run(args: argparse.Namespace, run_no: int) -> Summary:
-    print(f"run {run_no}: {args.observers} observers in {args.observer_processes} process(es), "
-          f"{args.rate:g} messages/s for {args.seconds:g} s "
-          f"= {args.rate * args.observers:,.0f} injects/s")
-    async with rig(args.observers, args.observer_processes) as bench, \
+    print(f"run {run_no}: {args.observers} observers in {args.observer_processes} process(es) "
+          f"({args.observe_work_us:g} µs of work per inject), {args.rate:g} messages/s for "
+          f"{args.seconds:g} s = {args.rate * args.observers:,.0f} injects/s")
+    async with rig(args.observers, args.observer_processes, args.observe_work_us) as bench, \
             aiohttp.ClientSession() as http, \
             bench_link(http, bench.url, "flood", ["flood"]) as flood_link, \
-            bench_link(http, bench.url, "canary", ["canary"]) as canary_link:
+            bench_link(http, bench.url, "canary", ["flood", "canary"]) as canary_link:
         loop = asyncio.get_running_loop()
-        flood_tally, canary_tally, stop = Flood(), Canary(), asyncio.Event()
-        canary_task = asyncio.create_task(canary(canary_link, canary_tally, stop))
+        flood_tally, room, other, stop = Flood(), Canary(), Canary(), asyncio.Event()
+        canaries = [asyncio.create_task(canary(canary_link, 0, room, stop)),
+                    asyncio.create_task(canary(canary_link, 1, other, stop))]
         cpu_before = cpu_seconds(bench.hub_pid) or 0.0
         start = loop.time()
         sender = asyncio.create_task(flood(flood_link, args.rate, args.seconds, flood_tally))
         rss_max = queue_max = backlog_max = 0.0
         metrics: dict[str, float] = {}
-        worst_wait = 0.0
         flood_end: float | None = None
         last_change, last_observed = start, -1
-        print("     t  sent  answered  pending  canary s  hub RSS MB  observed   backlog  "
-              + "  ".join(label for label, _ in QUEUE_METRICS))
+        print("     t  sent  answered  pending  canary s: room   other  hub RSS MB  observed"
+              "   backlog  " + "  ".join(label for label, _ in QUEUE_METRICS))
         deadline = start + args.seconds + args.drain
         while loop.time() < deadline:
             await asyncio.sleep(1.0)
@@ -409,47 +439,47 @@ async def one_run(args: argparse.Namespace, run_no: int) -> Summary:
             observed = bench.observed
             behind = backlog(metrics, flood_tally.answered, args.observers, observed)
             backlog_max = max(backlog_max, behind)
-            waited = canary_tally.waiting(now)
-            worst_wait = max(worst_wait, waited)
-            last = canary_tally.latencies[-1] if canary_tally.latencies else 0.0
-            shown = f"{waited:7.1f}+" if waited > max(1.0, last) else f"{last:8.3f}"
             extra = "  ".join(f"{metrics[name]:{len(label)}.0f}" if name in metrics
                               else " " * (len(label) - 1) + "-" for label, name in QUEUE_METRICS)
             print(f"  {now - start:4.0f} {flood_tally.sent:5d} {flood_tally.answered:9d} "
-                  f"{flood_tally.outstanding:8d} {shown:>9} {rss:11.1f} {observed:9d} "
-                  f"{behind:9d}  {extra}")
+                  f"{flood_tally.outstanding:8d} {shown(room, now):>14} {shown(other, now):>7} "
+                  f"{rss:11.1f} {observed:9d} {behind:9d}  {extra}")
             if observed != last_observed:
                 last_change, last_observed = now, observed
             if sender.done() and flood_tally.outstanding == 0 and flood_end is None:
                 flood_end = now
-            if (flood_end is not None and canary_tally.started_at is None
-                    and (behind == 0 or now - last_change >= 3)):
+            if (flood_end is not None and room.started_at is None and other.started_at is None
+                    and (behind == 0 or now - last_change >= STALLED)):
                 break
         stop.set()
         sender.cancel()
         await asyncio.gather(sender, return_exceptions=True)
-        if canary_tally.started_at is not None:
-            worst_wait = max(worst_wait, canary_tally.waiting(loop.time()))
-            print(f"  the last canary was still on its way after {worst_wait:.1f} s")
-        canary_task.cancel()
-        await asyncio.gather(canary_task, return_exceptions=True)
+        now = loop.time()
+        (room_p50, room_max), (other_p50, other_max) = worst(room, now), worst(other, now)
+        for label, tally in (("room", room), ("other", other)):
+            if tally.started_at is not None:
+                print(f"  the {label} canary was still on its way after "
+                      f"{tally.waiting(now):.1f} s")
+        for task in canaries:
+            task.cancel()
+        await asyncio.gather(*canaries, return_exceptions=True)
         hub_cpu = (cpu_seconds(bench.hub_pid) or 0.0) - cpu_before
         observed = bench.observed
         expected = flood_tally.sent * args.observers
         drain = max(0.0, last_change - (start + args.seconds))
-    latencies = canary_tally.latencies or [worst_wait]
     summary = Summary(
-        canary_p50=statistics.median(latencies), canary_max=max(max(latencies), worst_wait),
+        room_p50=room_p50, room_max=room_max, other_p50=other_p50, other_max=other_max,
         rss_max=rss_max, backlog_max=backlog_max, queue_max=queue_max,
         delivered=observed / max(1, expected),
         shed=metrics.get("bcn_hub_injects_shed_total", 0.0), drain=drain,
         flood_rate=flood_tally.answered / args.seconds, hub_cpu=hub_cpu)
-    print(f"  => canary p50 {summary.canary_p50:.3f} s, max {summary.canary_max:.3f} s "
-          f"({len(canary_tally.latencies)} round trips); hub RSS max {rss_max:.0f} MB; "
-          f"backlog max {backlog_max:,.0f} injects, observers still receiving {drain:.0f} s "
-          f"after the flood; bot queue max {queue_max:.0f}; observers got {observed:,} of "
-          f"{expected:,} injects ({summary.delivered:.0%}), {summary.shed:,.0f} shed; flood "
-          f"answered {summary.flood_rate:.0f}/s; hub CPU {hub_cpu:.1f} s")
+    print(f"  => canary in the observers' room p50 {room_p50:.3f} s, max {room_max:.3f} s; in "
+          f"another room p50 {other_p50:.3f} s, max {other_max:.3f} s; hub RSS max "
+          f"{rss_max:.0f} MB; backlog max {backlog_max:,.0f} injects, still arriving "
+          f"{drain:.0f} s after the flood; bot queue max {queue_max:.0f}; observers got "
+          f"{observed:,} of {expected:,} injects ({summary.delivered:.0%}), "
+          f"{summary.shed:,.0f} shed; flood answered {summary.flood_rate:.0f}/s; hub CPU "
+          f"{hub_cpu:.1f} s")
     return summary
 
 
@@ -458,7 +488,10 @@ async def run(args: argparse.Namespace) -> None:
     if len(summaries) < 2:
         return
     print(f"median of {len(summaries)} runs:")
-    for label, key, unit in (("canary p50", "canary_p50", "s"), ("canary max", "canary_max", "s"),
+    for label, key, unit in (("room canary p50", "room_p50", "s"),
+                             ("room canary max", "room_max", "s"),
+                             ("other canary p50", "other_p50", "s"),
+                             ("other canary max", "other_max", "s"),
                              ("hub RSS max", "rss_max", "MB"),
                              ("backlog max", "backlog_max", "injects"),
                              ("drain after flood", "drain", "s"),
@@ -480,7 +513,9 @@ def main() -> None:
     parser.add_argument("--observers", type=int, default=100)
     parser.add_argument("--observer-processes", type=int, default=1,
                         help="processes the observer bots share (one: they cannot keep up)")
-    parser.add_argument("--drain", type=float, default=60.0,
+    parser.add_argument("--observe-work-us", type=float, default=50.0,
+                        help="CPU µs each observer spends on each inject")
+    parser.add_argument("--drain", type=float, default=120.0,
                         help="how long to wait after the flood for what is on its way")
     parser.add_argument("--worker", choices=["observers", "echo"], help=argparse.SUPPRESS)
     parser.add_argument("--url", help=argparse.SUPPRESS)
@@ -491,7 +526,7 @@ def main() -> None:
 
     logging.basicConfig(level=logging.ERROR)
     if args.worker == "observers":
-        asyncio.run(observer_worker(args.url, args.first, args.count))
+        asyncio.run(observer_worker(args.url, args.first, args.count, args.observe_work_us))
     elif args.worker == "echo":
         asyncio.run(echo_worker(args.url))
     else:
