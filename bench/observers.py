@@ -421,19 +421,26 @@ async def one_run(args: argparse.Namespace, run_no: int) -> Summary:
                     asyncio.create_task(canary(canary_link, 1, other, stop))]
         cpu_before = cpu_seconds(bench.hub_pid) or 0.0
         start = loop.time()
+        cpu_mark = (cpu_before, sum(cpu_seconds(w.process.pid) or 0.0 for w in bench.workers),
+                    start)
         sender = asyncio.create_task(flood(flood_link, args.rate, args.seconds, flood_tally))
         rss_max = queue_max = backlog_max = 0.0
         metrics: dict[str, float] = {}
         flood_end: float | None = None
         last_change, last_observed = start, -1
-        print("     t  sent  answered  pending  canary s: room   other  hub RSS MB  observed"
-              "   backlog  " + "  ".join(label for label, _ in QUEUE_METRICS))
+        print("     t  sent  answered  pending  canary s: room   other  hub RSS MB  CPU hub  obs"
+              "  observed   backlog  " + "  ".join(label for label, _ in QUEUE_METRICS))
         deadline = start + args.seconds + args.drain
         while loop.time() < deadline:
             await asyncio.sleep(1.0)
             now = loop.time()
-            metrics = await hub_metrics(http, bench.url)
+            metrics = await hub_metrics(http, bench.url) or metrics  # unanswered: as it was
             rss = rss_mb(bench.hub_pid)
+            hub_cpu_now = cpu_seconds(bench.hub_pid) or 0.0
+            observers_cpu_now = sum(cpu_seconds(w.process.pid) or 0.0 for w in bench.workers)
+            hub_share = (hub_cpu_now - cpu_mark[0]) / (now - cpu_mark[2])
+            observers_share = (observers_cpu_now - cpu_mark[1]) / (now - cpu_mark[2])
+            cpu_mark = (hub_cpu_now, observers_cpu_now, now)
             rss_max = max(rss_max, rss)
             queue_max = max(queue_max, metrics.get("bcn_hub_bot_queue_max", 0.0))
             observed = bench.observed
@@ -443,7 +450,8 @@ async def one_run(args: argparse.Namespace, run_no: int) -> Summary:
                               else " " * (len(label) - 1) + "-" for label, name in QUEUE_METRICS)
             print(f"  {now - start:4.0f} {flood_tally.sent:5d} {flood_tally.answered:9d} "
                   f"{flood_tally.outstanding:8d} {shown(room, now):>14} {shown(other, now):>7} "
-                  f"{rss:11.1f} {observed:9d} {behind:9d}  {extra}")
+                  f"{rss:11.1f} {hub_share:7.0%} {observers_share:4.0%} {observed:9d} "
+                  f"{behind:9d}  {extra}")
             if observed != last_observed:
                 last_change, last_observed = now, observed
             if sender.done() and flood_tally.outstanding == 0 and flood_end is None:

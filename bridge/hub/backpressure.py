@@ -51,6 +51,8 @@ class Backlog:
     shed_now: int = 0
     """Injects shed since it last caught up."""
     shed_total: int = 0
+    episodes: int = 0
+    """How many times it fell behind (only the first is a warning in the log)."""
     cut: bool = False
 
 
@@ -108,10 +110,12 @@ class BotBackpressure:
         backlog = bot.backlog
         if not backlog.shedding:
             backlog.shedding = True
-            log.warning("bot %s (%s) is not keeping up (%d requests unanswered, %d characters "
-                        "unsent): its chat.inject are shed until it is down to %d",
-                        bot.record.name, bot.record.bot_uuid, bot.conn.unanswered,
-                        bot.conn.queued, self.resume_at)
+            backlog.episodes += 1
+            log.log(logging.WARNING if backlog.episodes == 1 else logging.INFO,
+                    "bot %s (%s) is not keeping up (%d requests unanswered, %d characters "
+                    "unsent; time %d on this connection): its chat.inject are shed until it is "
+                    "down to %d", bot.record.name, bot.record.bot_uuid, bot.conn.unanswered,
+                    bot.conn.queued, backlog.episodes, self.resume_at)
             self._tell(bot, {"state": "shedding", "waiting": bot.conn.unanswered,
                              "limit": self.config.observer_queue_max,
                              "resume_at": self.resume_at,

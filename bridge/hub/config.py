@@ -167,18 +167,18 @@ class HubConfig(BaseModel):
     pending_max_age_seconds: float = Field(86_400.0, gt=0)
     deliver_window: int = Field(64, ge=1, description="Un-acked deliveries in flight per binding.")
     send_queue_chars: int = Field(
-        1_048_576, ge=1024,
+        262_144, ge=1024,
         description="Characters of frames one connection (bot or link) may have waiting to be "
         "written to its socket. A bot's chat.inject beyond it is shed and its chat.send fails "
         "visibly; a link's deliveries wait in their outbox.",
     )
     bot_queue_max: int = Field(
-        1000, ge=1,
+        400, ge=1,
         description="Requests to one bot not answered yet (queued, on the wire, unread), at "
         "most: a chat.send beyond it fails at once, with a notice in the chat.",
     )
     observer_queue_max: int = Field(
-        500, ge=1,
+        200, ge=1,
         description="From this many unanswered requests to a bot on, chat.inject to it is shed "
         "(counted, logged, the bot told) until it is down to half of it again.",
     )
