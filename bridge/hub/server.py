@@ -130,10 +130,10 @@ class Hub:
             self._sweeper = None
         state = self.state
         if state is not None:
-            for bot in state.presence.all():
-                await bot.conn.close(CLOSE_GOING_AWAY, "hub stopping")
-            for link in state.links.all():
-                await link.conn.close(CLOSE_GOING_AWAY, "hub stopping")
+            # All at once: one peer that does not read holds its close up to its timeout.
+            await asyncio.gather(*(conn.close(CLOSE_GOING_AWAY, "hub stopping") for conn in (
+                *(bot.conn for bot in state.presence.all()),
+                *(link.conn for link in state.links.all()))))
             await self._release(state)
         if self._runner is not None:
             await self._runner.cleanup()
