@@ -42,10 +42,10 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "bench"))
 
-from hub import LINK_TOKEN, cpu_seconds  # type: ignore[import-not-found]
+from hub import LINK_TOKEN, BenchLink, bench_link, cpu_seconds  # type: ignore[import-not-found]
 
 sys.path.insert(0, str(ROOT))
-from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
+from bridge.bcn import BcnError, ConnectionClosed, Request
 
 SELF = str(Path(__file__).resolve())
 CANARY_GAP = 0.25
@@ -244,39 +244,17 @@ async def hub_metrics(http: aiohttp.ClientSession, url: str) -> dict[str, float]
 
 
 # ---------------------------------------------------------------------- the link side
-class BenchLink:
-    """A channel link whose `final` deliveries resolve the canary's waiting future."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        self.waiting: dict[str, asyncio.Future[None]] = {}
-        self.binding_ids: list[str] = []
+class CanaryLink(BenchLink):
+    """`bench/hub.py`'s link, whose waiting canary also ends on an `error` or `system`
+    output (a refused delivery is an answer too, not a canary lost)."""
 
     async def on_request(self, req: Request) -> dict[str, Any]:
-        if req.params.get("kind") in ("final", "error", "system"):
-            future = self.waiting.pop(req.params.get("source_msg_id") or "", None)
+        params = req.params
+        if params.get("kind") in ("error", "system"):
+            future = self.waiting.pop(params.get("source_msg_id") or "", None)
             if future is not None and not future.done():
-                future.set_result(None)
-        return {}
-
-
-@contextlib.asynccontextmanager
-async def bench_link(http: aiohttp.ClientSession, url: str, name: str,
-                     groups: list[str]) -> AsyncIterator[BenchLink]:
-    ws = await http.ws_connect(url + "/ws/channel", max_msg_size=0)
-    link = BenchLink(Connection(ws, name=name, request_timeout=600))
-    link.conn.on_request = link.on_request
-    reader = asyncio.create_task(link.conn.run())
-    bindings = [{"channel_type": "webchat", "account_ref": "bench",
-                 "conversation_id": f"{name}-{group}", "group_id": group} for group in groups]
-    payload = await link.conn.request("channel.connect", {
-        "token": LINK_TOKEN, "protocol_version": 1, "link_name": name, "bindings": bindings})
-    link.binding_ids = [b["binding_id"] for b in payload["bindings"]]
-    try:
-        yield link
-    finally:
-        await link.conn.close()
-        await asyncio.gather(reader, return_exceptions=True)
+                future.set_result(params.get("text") or "")
+        return await super().on_request(req)
 
 
 def inbound(binding_id: str, msg_id: str, text: str, observe: bool) -> dict[str, Any]:
@@ -302,7 +280,7 @@ class Flood:
         return self.sent - self.answered - self.refused
 
 
-async def flood(link: BenchLink, rate: float, seconds: float, tally: Flood) -> None:
+async def flood(link: CanaryLink, rate: float, seconds: float, tally: Flood) -> None:
     """`rate` messages/s for `seconds`, each at its time; answers are tallied as they come."""
     loop = asyncio.get_running_loop()
     start = loop.time()
@@ -340,14 +318,14 @@ class Canary:
         return 0.0 if self.started_at is None else now - self.started_at
 
 
-async def canary(link: BenchLink, binding: int, tally: Canary, stop: asyncio.Event) -> None:
+async def canary(link: CanaryLink, binding: int, tally: Canary, stop: asyncio.Event) -> None:
     """One message at a time to the echo bot: `channel.inbound`, its answer, its final."""
     loop = asyncio.get_running_loop()
     n = 0
     while not stop.is_set():
         n += 1
         msg_id = f"canary-{binding}-{n}-{time.time_ns()}"
-        reply: asyncio.Future[None] = loop.create_future()
+        reply: asyncio.Future[str] = loop.create_future()
         link.waiting[msg_id] = reply
         tally.started_at = loop.time()
         try:
@@ -413,8 +391,10 @@ async def one_run(args: argparse.Namespace, run_no: int) -> Summary:
           f"{args.seconds:g} s = {args.rate * args.observers:,.0f} injects/s")
     async with rig(args.observers, args.observer_processes, args.observe_work_us) as bench, \
             aiohttp.ClientSession() as http, \
-            bench_link(http, bench.url, "flood", ["flood"]) as flood_link, \
-            bench_link(http, bench.url, "canary", ["flood", "canary"]) as canary_link:
+            bench_link(bench.url, 0, groups=["flood"], name="flood", kind=CanaryLink,
+                       request_timeout=600) as flood_link, \
+            bench_link(bench.url, 0, groups=["flood", "canary"], name="canary", kind=CanaryLink,
+                       request_timeout=600) as canary_link:
         loop = asyncio.get_running_loop()
         flood_tally, room, other, stop = Flood(), Canary(), Canary(), asyncio.Event()
         canaries = [asyncio.create_task(canary(canary_link, 0, room, stop)),

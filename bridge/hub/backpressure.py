@@ -83,8 +83,10 @@ class BotBackpressure:
         log.warning("bot %s (%s): chat.send not sent: %s", bot.record.name,
                     bot.record.bot_uuid, why)
 
-    def sent(self, bot: BotLink) -> None:
+    def sent(self, bot: BotLink, *, inject: bool) -> None:
         """A request went into the bot's queue (after it was admitted)."""
+        if inject:
+            bot.backlog.injects_out += 1
         waiting = bot.conn.unanswered
         if waiting > bot.backlog.peak:
             bot.backlog.peak = waiting
@@ -126,10 +128,6 @@ class BotBackpressure:
         self.injects_shed += 1
         if backlog.shed_now >= self.config.observer_shed_limit:
             self._cut(bot)
-
-    def inject_sent(self, bot: BotLink) -> None:
-        bot.backlog.injects_out += 1
-        self.sent(bot)
 
     def inject_answered(self, bot: BotLink) -> None:
         """An inject was answered (or failed): the bot may have caught up."""

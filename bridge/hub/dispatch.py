@@ -288,10 +288,10 @@ class Dispatcher:
         refused with a notice in the chat (its name then goes on `refused`).
         """
         pressure = self.state.backpressure
-        sending = method == "chat.send"
-        why = pressure.send_refusal(bot) if sending else None
-        if not sending and not pressure.admit_inject(bot):
+        observe = method == "chat.inject"
+        if observe and not pressure.admit_inject(bot):
             return None
+        why = None if observe else pressure.send_refusal(bot)
         if why is None:
             try:
                 answer = await bot.conn.send_request(
@@ -300,15 +300,12 @@ class Dispatcher:
             except ConnectionClosed:
                 return None
             except SendQueueFull:
-                if not sending:
+                if observe:
                     pressure.shed(bot)
                     return None
                 why = f"it is not keeping up ({bot.conn.queued} characters unsent to it)"
             else:
-                if sending:
-                    pressure.sent(bot)
-                else:
-                    pressure.inject_sent(bot)
+                pressure.sent(bot, inject=observe)
                 return answer
         pressure.send_refused(bot, why)
         if refused is not None:

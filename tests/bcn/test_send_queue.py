@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import aiohttp
@@ -32,7 +32,8 @@ class Ends:
 
     server: Connection
     client: aiohttp.ClientWebSocketResponse
-    received: list[Any] = field(default_factory=list)
+    reader: asyncio.Task[None] | None = None
+    """The server's read loop, when the test asked for it (`run=True`)."""
 
     def pause(self) -> None:
         self.client._writer.transport.pause_reading()  # type: ignore[union-attr]
@@ -48,8 +49,10 @@ ServerOptions = dict[str, Any]
 async def ends_factory() -> AsyncIterator[Callable[..., Any]]:
     runners: list[web.AppRunner] = []
     sessions: list[aiohttp.ClientSession] = []
+    made: list[Ends] = []
 
-    async def make(on_request: Callable[[Request], Any] | None = None, **options: Any) -> Ends:
+    async def make(on_request: Callable[[Request], Any] | None = None, *, run: bool = True,
+                   **options: Any) -> Ends:
         ready: asyncio.Queue[Connection] = asyncio.Queue()
 
         async def handle(request: web.Request) -> web.WebSocketResponse:
@@ -58,7 +61,7 @@ async def ends_factory() -> AsyncIterator[Callable[..., Any]]:
             conn = Connection(ws, on_request=on_request, name="srv", request_timeout=30,
                               transport=request.transport, **options)
             await ready.put(conn)
-            await conn.wait_closed()  # the test runs (or does not run) the read loop itself
+            await conn.wait_closed()  # the read loop is the fixture's (`run`), not the handler's
             return ws
 
         app = web.Application()
@@ -72,9 +75,16 @@ async def ends_factory() -> AsyncIterator[Callable[..., Any]]:
         http = aiohttp.ClientSession()
         sessions.append(http)
         client = await http.ws_connect(f"http://127.0.0.1:{port}/ws", max_msg_size=0)
-        return Ends(await asyncio.wait_for(ready.get(), 3), client)
+        server = await asyncio.wait_for(ready.get(), 3)
+        ends = Ends(server, client, asyncio.create_task(server.run()) if run else None)
+        made.append(ends)
+        return ends
 
     yield make
+    for ends in made:
+        await ends.server.close()
+        if ends.reader is not None:
+            await asyncio.gather(ends.reader, return_exceptions=True)
     for http in sessions:
         await http.close()
     for runner in runners:
@@ -111,7 +121,6 @@ async def test_a_peer_that_stops_reading_fills_the_queue_to_its_bound_and_no_fur
     ends_factory: Callable[..., Any],
 ) -> None:
     ends: Ends = await ends_factory(send_queue_chars=LIMIT)
-    reader = asyncio.create_task(ends.server.run())
     ends.pause()
     sent = await fill(ends.server)
 
@@ -133,20 +142,15 @@ async def test_a_peer_that_stops_reading_fills_the_queue_to_its_bound_and_no_fur
     assert [f["payload"]["n"] for f in frames] == [*range(sent), 0, 1, 2]
     assert [f["event"] for f in frames[sent:]] == ["late"] * 3
     assert ends.server.peak_queued <= LIMIT
-    await ends.server.close()
-    await asyncio.gather(reader, return_exceptions=True)
 
 
 async def test_a_frame_larger_than_the_bound_still_goes_when_nothing_waits(
     ends_factory: Callable[..., Any],
 ) -> None:
     ends: Ends = await ends_factory(send_queue_chars=1024)
-    reader = asyncio.create_task(ends.server.run())
     await ends.server.send_event("big", {"pad": "y" * 10_000}, wait=False)
     [frame] = await read_frames(ends, 1)
     assert frame["event"] == "big"
-    await ends.server.close()
-    await asyncio.gather(reader, return_exceptions=True)
 
 
 async def test_at_max_handlers_the_read_loop_stops_until_one_is_done(
@@ -161,7 +165,6 @@ async def test_at_max_handlers_the_read_loop_stops_until_one_is_done(
         return {"ok": req.params["n"]}
 
     ends: Ends = await ends_factory(on_request=slow, max_handlers=2)
-    reader = asyncio.create_task(ends.server.run())
     for n in range(5):
         await ends.client.send_str(json.dumps(
             {"type": "req", "id": f"r{n}", "method": "slow", "params": {"n": n}}))
@@ -172,15 +175,12 @@ async def test_at_max_handlers_the_read_loop_stops_until_one_is_done(
     answers = await read_frames(ends, 5)
     assert sorted(a["id"] for a in answers) == [f"r{n}" for n in range(5)]
     assert len(running) == 5
-    await ends.server.close()
-    await asyncio.gather(reader, return_exceptions=True)
 
 
 async def test_closing_without_flush_drops_the_queue_fails_requests_and_cuts_the_peer(
     ends_factory: Callable[..., Any],
 ) -> None:
     ends: Ends = await ends_factory(send_queue_chars=LIMIT)
-    reader = asyncio.create_task(ends.server.run())
     ends.pause()
     answer = await ends.server.send_request("ping", {}, wait=False)
     await fill(ends.server)
@@ -194,7 +194,8 @@ async def test_closing_without_flush_drops_the_queue_fails_requests_and_cuts_the
     await until(lambda: ends.server.queued == 0)  # the frame being written fails with the cut
     with pytest.raises(ConnectionClosed):
         await ends.server.send_event("after", {})
-    await asyncio.wait_for(reader, 5)  # the transport was cut: the read loop ended
+    assert ends.reader is not None
+    await asyncio.wait_for(ends.reader, 5)  # the transport was cut: the read loop ended
     ends.resume()
     while (await asyncio.wait_for(ends.client.receive(), 5)).type not in (
         aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED, aiohttp.WSMsgType.ERROR
@@ -206,7 +207,6 @@ async def test_an_orderly_close_sends_what_is_queued_first(
     ends_factory: Callable[..., Any],
 ) -> None:
     ends: Ends = await ends_factory(send_queue_chars=LIMIT)
-    reader = asyncio.create_task(ends.server.run())
     for n in range(20):
         await ends.server.send_event("tick", {"n": n})
     closing = asyncio.create_task(ends.server.close(1000, "bye"))
@@ -216,11 +216,10 @@ async def test_an_orderly_close_sends_what_is_queued_first(
     assert (msg.type, msg.data, msg.extra) == (aiohttp.WSMsgType.CLOSE, 1000, "bye")
     await ends.client.close()
     await closing
-    await asyncio.gather(reader, return_exceptions=True)
 
 
 async def test_the_peers_close_code_and_reason_are_kept(ends_factory: Callable[..., Any]) -> None:
-    ends: Ends = await ends_factory()
+    ends: Ends = await ends_factory(run=False)
     client = Connection(ends.client, name="cli")
     reader = asyncio.create_task(client.run())
     await ends.server.close(4003, "too slow: 5 chat.inject shed in a row")
@@ -232,11 +231,8 @@ async def test_the_peers_close_code_and_reason_are_kept(ends_factory: Callable[.
 async def test_events_are_unaffected_by_the_queue(ends_factory: Callable[..., Any]) -> None:
     """A quick check that ordinary traffic goes straight through, in order."""
     ends: Ends = await ends_factory()
-    reader = asyncio.create_task(ends.server.run())
     seqs = [await ends.server.send_event("e", {"n": n}) for n in range(100)]
     seqs.append(ends.server.send_event_nowait("e", {"n": 100}))
     frames = await read_frames(ends, 101)
     assert [f["seq"] for f in frames] == seqs
     assert ends.server.queued == 0
-    await ends.server.close()
-    await asyncio.gather(reader, return_exceptions=True)

@@ -18,13 +18,14 @@ from bot_fake_bcn import FakeBcn, send_params
 from bridge.bcn.bot import Bot, IncomingMessage
 
 
+async def ignore(_message: IncomingMessage) -> None:
+    """An observe handler that does nothing (the bot must have one to start)."""
+
+
 async def test_a_backpressure_notice_is_logged_and_counted(
     fake_bcn: FakeBcn, make_bot: Callable[..., Bot], caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def observe(_message: IncomingMessage) -> None:
-        return None
-
-    async with make_bot(fake_bcn.url, on_observe=observe) as bot:
+    async with make_bot(fake_bcn.url, on_observe=ignore) as bot:
         assert fake_bcn.connection is not None
         await fake_bcn.connection.send_event("bot.backpressure", {
             "state": "shedding", "waiting": 500, "message": "You are not keeping up"})
@@ -40,10 +41,7 @@ async def test_a_backpressure_notice_is_logged_and_counted(
 async def test_the_close_reason_of_a_cut_off_bot_is_logged(
     fake_bcn: FakeBcn, make_bot: Callable[..., Bot], caplog: pytest.LogCaptureFixture
 ) -> None:
-    async def observe(_message: IncomingMessage) -> None:
-        return None
-
-    async with make_bot(fake_bcn.url, on_observe=observe) as bot:
+    async with make_bot(fake_bcn.url, on_observe=ignore) as bot:
         assert fake_bcn.connection is not None
         await fake_bcn.connection.close(4003, "too slow: 1000 chat.inject shed in a row")
         await fake_bcn.wait_until(lambda: bot.connect_count >= 2)  # and it comes back
