@@ -1,9 +1,10 @@
 """Backpressure: 100 observer bots at 100 messages/s, and a canary round trip meanwhile.
 
 Processes, as deployed: the hub alone (`bcn-bridge hub`), the observer bots (SDK `Bot`s,
-`--observer-processes` processes sharing `--observers` bots; one process by default, which
-cannot read 10,000 injects/s — the slow consumers this bench is about), an echo bot (the canary's
-responder), and this process — a channel link that sends `--rate` messages/s for
+`--observer-processes` processes sharing `--observers` bots, each spending
+`--observe-work-us` µs of CPU on every inject; one process by default, which then cannot
+keep up with 10,000 injects/s — the slow consumers this bench is about), an echo bot (the
+canary's responder), and this process — a channel link that sends `--rate` messages/s for
 `--seconds` (open loop: the next one goes at its time whatever happened to the last),
 each `deliver: observe` in a group of every observer, so each one is a `chat.inject` to
 every observer. Beside it, on a second link, two canaries, each one message at a time to the
@@ -11,16 +12,18 @@ echo bot, timed from `channel.inbound` to its `final` delivery: one in the obser
 room (the echo bot drives it; the observers observe the canary and its answer too), one in a
 room of its own.
 
-Every second it prints the canary's latest round trip (or how long the one on its way has
-waited), the hub's RSS, what the observers received, the backlog (injects the hub accepted
-that no observer has seen, less those it reports shed or cut off), and the hub's queue
-counters from `/metrics` (`bcn_hub_bot_queue_max`, `bcn_hub_injects_shed_total`, … where the
-hub has them). After the flood it waits up to `--drain` s for the backlog to drain and for
-the canary on its way. Each run ends with a
-summary; with `--runs N` the runs go one after another and the medians are printed.
+Every second it prints each canary's latest round trip (or how long the one on its way has
+waited), the hub's RSS and CPU share (and the observers'), what the observers received,
+the backlog (injects the hub accepted that no observer has seen, less those it reports shed
+or cut off), and the hub's queue counters from `/metrics` (`bcn_hub_bot_queue_max`,
+`bcn_hub_injects_shed_total`, … where the hub has them). After the flood it waits up to
+`--drain` s for the backlog to drain (or for 10 s in which the observers receive nothing)
+and for the canaries on their way. Each run ends with a summary; with `--runs N` the runs
+go one after another and the medians are printed. Figures and how to read them:
+docs/performance.md, "Backpressure".
 
     python bench/observers.py [--runs 3] [--seconds 30] [--rate 100] [--observers 100]
-                              [--observer-processes 1] [--drain 60]
+                              [--observer-processes 1] [--observe-work-us 50] [--drain 120]
 """
 
 from __future__ import annotations
