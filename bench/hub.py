@@ -155,17 +155,23 @@ class BenchLink:
 
 
 @contextlib.asynccontextmanager
-async def bench_link(url: str, conversations: int) -> AsyncIterator[BenchLink]:
+async def bench_link(
+    url: str, conversations: int, *, groups: list[str] | None = None, name: str = "bench",
+    kind: type[BenchLink] = BenchLink, request_timeout: float = 10,
+) -> AsyncIterator[BenchLink]:
+    """A `kind` link named `name`: one binding per conversation in the group `bench`, or with
+    `groups`, one per group (`bench/observers.py`)."""
     async with aiohttp.ClientSession() as http:
         ws = await http.ws_connect(url + "/ws/channel", max_msg_size=0)
-        link = BenchLink(Connection(ws, name="bench-link", request_timeout=10))
+        link = kind(Connection(ws, name=f"{name}-link", request_timeout=request_timeout))
         link.conn.on_request = link.on_request
         task = asyncio.create_task(link.conn.run())
+        rooms = ([(f"{name}-{group}", group) for group in groups] if groups is not None
+                 else [(f"room-{n}", "bench") for n in range(conversations)])
         bindings = [{"channel_type": "webchat", "account_ref": "bench",
-                     "conversation_id": f"room-{n}", "group_id": "bench"}
-                    for n in range(conversations)]
+                     "conversation_id": room, "group_id": group} for room, group in rooms]
         payload = await link.conn.request("channel.connect", {
-            "token": LINK_TOKEN, "protocol_version": 1, "link_name": "bench",
+            "token": LINK_TOKEN, "protocol_version": 1, "link_name": name,
             "bindings": bindings})
         link.binding_ids = [b["binding_id"] for b in payload["bindings"]]
         try:

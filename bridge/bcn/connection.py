@@ -5,6 +5,15 @@ bridge's channel-link client and the bot SDK. Requests flow both ways and may be
 pipelined: each incoming `req` runs in its own task (started in arrival order), each
 outgoing `request()` waits on a future keyed by its id. A malformed frame is answered
 with `invalid_request` and the connection stays up.
+
+Nothing piles up without bound (docs/hub.md, "Backpressure"): every frame goes through one
+`SendQueue` of at most `send_queue_bytes` characters not yet handed to the socket, written
+by one writer task, so aiohttp's own flow control (it waits for the socket to drain every
+256 KiB) bounds what sits in the transport behind it. A send waits for room — the caller is
+held up, not the process's memory — or, with `wait=False`, fails at once with
+`SendQueueFull` for senders that must not wait (the hub fanning a message out to many
+bots). `max_handlers` bounds the incoming requests handled at once: at the bound the read
+loop stops reading, and the peer's own sends back up.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import asyncio
 import itertools
 import logging
 import secrets
+from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
 
@@ -72,8 +82,158 @@ restarts at 1 loses messages after any reconnect.
 def new_request_id(name: str) -> str:
     """An id unique across connections and process restarts: `{name}-{tag}-{n}`."""
     return f"{name}-{_PROCESS_TAG}-{next(_REQUEST_NUMBERS)}"
+
+
 _END_TYPES = (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED,
               aiohttp.WSMsgType.ERROR)
+
+
+DEFAULT_SEND_QUEUE_CHARS = 4 * 1024 * 1024
+"""Unsent characters a connection holds by default (the hub passes its own, `hub:`)."""
+CLOSE_TIMEOUT = 5.0
+"""How long `close()` waits for queued frames to go out and for the peer's close frame."""
+
+
+class SendQueueFull(Exception):
+    """A send that must not wait found no room: the peer is not reading fast enough.
+
+    Not a `ConnectionClosed`: the connection is fine, only behind, and callers decide what
+    that means (the hub sheds an observer's `chat.inject`, fails a `chat.send` visibly).
+    """
+
+
+class SendQueue:
+    """Frames a `Connection` accepted and has not handed to its socket yet, in order.
+
+    One writer task writes them, so the socket sees them in the order they were queued and
+    aiohttp's drain (every 256 KiB, when the transport is paused) holds the writer — not
+    every sender — while the peer is slow. At most `limit` characters wait, with one
+    exception: a sender that cannot wait (`wait=False`) may take it up to twice `limit`
+    while the writer is not held up, since what was queued since the writer's last turn
+    goes out at its next one — a burst to a peer that reads fine is not a slow peer. A
+    frame larger than `limit` may go when nothing else waits (else it could never go).
+    Senders that wait for room are served first come, first served: a later frame never
+    overtakes a waiting one (a run's events must follow the ACK that names the run).
+    """
+
+    def __init__(self, ws: WebSocketLike, limit: int, name: str,
+                 on_failure: Callable[[Exception], None]) -> None:
+        self._ws = ws
+        self.limit = limit
+        self._name = name
+        self._on_failure = on_failure
+        self._frames: deque[str] = deque()
+        self.size = 0
+        """Characters queued now, the frame being written included."""
+        self.peak = 0
+        """The most characters ever queued at once."""
+        self.closed = False
+        self.held_up = False
+        """True while the writer waits for the socket to drain: the peer is behind."""
+        self._waiting = 0
+        self._turns = asyncio.Lock()
+        self._room = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._writer: asyncio.Task[None] | None = None
+
+    def _fits(self, size: int, *, can_wait: bool) -> bool:
+        after = self.size + size
+        return (self.size == 0 or after <= self.limit
+                or (not can_wait and not self.held_up and after <= 2 * self.limit))
+
+    def put_nowait(self, text: str) -> None:
+        """Queue one frame now, or raise `SendQueueFull` (or `ConnectionClosed`)."""
+        size = len(text)
+        if self.closed:
+            raise ConnectionClosed(f"{self._name}: connection is closed")
+        if self._waiting or not self._fits(size, can_wait=False):
+            raise SendQueueFull(f"{self._name}: {self.size} characters are waiting to be sent")
+        self._append(text, size)
+
+    async def put(self, text: str, *, wait: bool = True) -> None:
+        """Queue one frame; waits for room, or raises `SendQueueFull` when `wait` is False."""
+        size = len(text)
+        if self.closed:
+            raise ConnectionClosed(f"{self._name}: connection is closed")
+        if not self._waiting and self._fits(size, can_wait=wait):
+            self._append(text, size)
+            return
+        if not wait:
+            raise SendQueueFull(f"{self._name}: {self.size} characters are waiting to be sent")
+        self._waiting += 1
+        try:
+            async with self._turns:  # first come, first served
+                while not self.closed and not self._fits(size, can_wait=True):
+                    self._room.clear()
+                    await self._room.wait()
+                if self.closed:
+                    raise ConnectionClosed(f"{self._name}: closed while waiting to send")
+                self._append(text, size)
+        finally:
+            self._waiting -= 1
+
+    def _append(self, text: str, size: int) -> None:
+        self._frames.append(text)
+        self.size += size
+        if self.size > self.peak:
+            self.peak = self.size
+        self._idle.clear()
+        if self._writer is None:
+            self._writer = asyncio.create_task(self._write(), name=f"{self._name}-writer")
+        else:
+            self._wake.set()
+
+    async def _write(self) -> None:
+        frames = self._frames
+        try:
+            while True:
+                while frames:
+                    text = frames.popleft()
+                    self.held_up = True  # seen by others only if the send waits (drain)
+                    try:
+                        await self._ws.send_str(text)
+                    finally:
+                        self.held_up = False
+                        self.size -= len(text)
+                    self._room.set()
+                self._idle.set()
+                if self.closed:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+        except (ConnectionError, RuntimeError) as exc:
+            log.debug("%s: send failed: %s", self._name, exc)
+            self._fail(exc)
+        except Exception as exc:
+            log.exception("%s: the writer failed", self._name)
+            self._fail(exc)
+
+    def _fail(self, exc: Exception) -> None:
+        self.close()
+        self._on_failure(exc)
+
+    async def flushed(self) -> None:
+        """Return once everything queued has been handed to the socket."""
+        await self._idle.wait()
+
+    def close(self) -> int:
+        """Refuse new frames and drop the queued ones; returns how many were dropped.
+
+        The writer finishes the frame it is writing and ends. It is not cancelled: it may be
+        waiting for the socket to drain on a future aiohttp shares with `ws.close()`, and
+        cancelling it would cancel the close handshake too.
+        """
+        self.closed = True
+        dropped = len(self._frames)
+        self.size -= sum(len(text) for text in self._frames)
+        self._frames.clear()
+        self._room.set()  # waiting senders wake up to ConnectionClosed
+        self._wake.set()
+        if self._writer is None or self.size == 0:
+            self._idle.set()
+        return dropped
 
 
 class Connection:
@@ -85,7 +245,13 @@ class Connection:
         on_event: EventHandler | None = None,
         name: str = "bcn",
         request_timeout: float = 30.0,
+        send_queue_chars: int = DEFAULT_SEND_QUEUE_CHARS,
+        max_handlers: int | None = None,
+        transport: asyncio.WriteTransport | None = None,
     ) -> None:
+        """`send_queue_chars` bounds what waits to be written (see `SendQueue`);
+        `max_handlers` bounds the incoming requests handled at once (None: no bound);
+        `transport` lets `close()` cut a peer that does not even read its close frame."""
         self.ws = ws
         self.on_request = on_request
         self.on_event = on_event
@@ -96,19 +262,55 @@ class Connection:
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._handlers: set[asyncio.Task[None]] = set()
         self._closed_event = asyncio.Event()
+        """Set once the connection is done: the read loop ended, or `close()` finished."""
+        self._closing = False
+        self._queue = SendQueue(ws, send_queue_chars, name, self._write_failed)
+        self._slots = asyncio.Semaphore(max_handlers) if max_handlers else None
+        self._transport = transport
+        self.close_code: int | None = None
+        self.close_reason = ""
+        """What the peer's close frame said, once it came."""
 
     # ---------------------------------------------------------------- sending
     @property
     def closed(self) -> bool:
-        return self._closed_event.is_set() or self.ws.closed
+        """True from the moment `close()` starts: nothing new is sent after that."""
+        return self._closing or self._closed_event.is_set() or self.ws.closed
 
-    async def _send(self, text: str) -> None:
+    @property
+    def queued(self) -> int:
+        """Characters accepted for sending and not handed to the socket yet."""
+        return self._queue.size
+
+    @property
+    def peak_queued(self) -> int:
+        """The most characters that ever waited to be sent on this connection."""
+        return self._queue.peak
+
+    @property
+    def send_queue_limit(self) -> int:
+        return self._queue.limit
+
+    @property
+    def unanswered(self) -> int:
+        """Requests sent (or queued) on this connection whose answer has not come."""
+        return len(self._pending)
+
+    async def _send(self, text: str, *, wait: bool = True) -> None:
         if self.closed:
             raise ConnectionClosed(f"{self.name}: connection is closed")
-        try:
-            await self.ws.send_str(text)
-        except (ConnectionError, RuntimeError) as exc:
-            raise ConnectionClosed(f"{self.name}: send failed: {exc}") from exc
+        await self._queue.put(text, wait=wait)
+
+    def _write_failed(self, exc: Exception) -> None:
+        """The socket refused a write: nothing queued will go, no answer will come."""
+        self._closed_event.set()
+        self._fail_pending(f"send failed: {exc}")
+
+    def _fail_pending(self, why: str) -> None:
+        pending, self._pending = self._pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(ConnectionClosed(f"{self.name}: {why}"))
 
     async def request(
         self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
@@ -117,21 +319,24 @@ class Connection:
         return await (await self.send_request(method, params, timeout=timeout))
 
     async def send_request(
-        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None
+        self, method: str, params: dict[str, Any] | None = None, *, timeout: float | None = None,
+        wait: bool = True,
     ) -> asyncio.Future[dict[str, Any]]:
-        """Send a `req` now and return the future of its answer, without waiting for it.
+        """Queue a `req` and return the future of its answer, without waiting for it.
 
-        For senders that must not hold up on the peer (the hub fanning a message out to
-        many bots, or pipelining deliveries): the `req` is on the wire when this returns.
-        The future fails with `BcnError` (refused), `ConnectionClosed`, or `TimeoutError`
-        once `timeout` (default `request_timeout`) passes without an answer.
+        For senders that must not hold up on the peer's answer (the hub fanning a message
+        out to many bots, or pipelining deliveries): the `req` is queued, in order, when
+        this returns. With no room in the send queue it waits for some — or, with
+        `wait=False`, raises `SendQueueFull` at once. The future fails with `BcnError`
+        (refused), `ConnectionClosed`, or `TimeoutError` once `timeout` (default
+        `request_timeout`) passes without an answer.
         """
         req_id = new_request_id(self.name)
         loop = asyncio.get_running_loop()
         future: asyncio.Future[dict[str, Any]] = loop.create_future()
         self._pending[req_id] = future
         try:
-            await self._send(encode_request(req_id, method, params or {}))
+            await self._send(encode_request(req_id, method, params or {}), wait=wait)
         except BaseException:
             self._pending.pop(req_id, None)
             raise
@@ -150,16 +355,28 @@ class Connection:
         self._pending.pop(req_id, None)
 
     async def send_event(
-        self, name: str, payload: dict[str, Any], *, seq: int | None = None
+        self, name: str, payload: dict[str, Any], *, seq: int | None = None, wait: bool = True
     ) -> int:
         """Send an event stamped with this side's own `seq` counter; returns the seq used.
 
         `seq` overrides the counter: protocol v3 run events carry the run's own sequence
-        number, and the outer frame's `seq` must equal it.
+        number, and the outer frame's `seq` must equal it. `wait=False`: see `send_request`.
         """
         if seq is None:
             seq = next(self._seq)
-        await self._send(encode_event(name, payload, seq))
+        await self._send(encode_event(name, payload, seq), wait=wait)
+        return seq
+
+    def send_event_nowait(self, name: str, payload: dict[str, Any]) -> int:
+        """Queue an event without waiting (for code that cannot await); returns its seq.
+
+        Raises `SendQueueFull` when the send queue has no room, `ConnectionClosed` when
+        the connection is closed.
+        """
+        seq = next(self._seq)
+        if self.closed:
+            raise ConnectionClosed(f"{self.name}: connection is closed")
+        self._queue.put_nowait(encode_event(name, payload, seq))
         return seq
 
     async def probe(self, timeout: float) -> bool:
@@ -218,15 +435,16 @@ class Connection:
                 if msg.type in _DATA_TYPES:
                     await self._dispatch(msg.data)
                 elif msg.type in _END_TYPES:
+                    if msg.type is aiohttp.WSMsgType.CLOSE:
+                        self.close_code = msg.data if isinstance(msg.data, int) else None
+                        self.close_reason = msg.extra if isinstance(msg.extra, str) else ""
                     break
                 else:
                     await self._control(msg)
         finally:
             self._closed_event.set()
-            for future in self._pending.values():
-                if not future.done():
-                    future.set_exception(ConnectionClosed(f"{self.name}: connection closed"))
-            self._pending.clear()
+            self._queue.close()
+            self._fail_pending("connection closed")
 
     async def _control(self, msg: aiohttp.WSMessage) -> None:
         """Pings and pongs, when the socket leaves them to us (`autoping=False`)."""
@@ -252,14 +470,21 @@ class Connection:
         if isinstance(frame, Response):
             self._resolve(frame)
         elif isinstance(frame, Request):
+            if self._slots is not None:
+                await self._slots.acquire()  # at the bound, stop reading until one is done
             task = asyncio.create_task(self._answer(frame))
             self._handlers.add(task)
-            task.add_done_callback(self._handlers.discard)
+            task.add_done_callback(self._handler_done)
         elif self.on_event is not None:
             try:
                 await self.on_event(frame)
             except Exception:
                 log.exception("%s: event handler failed for %s", self.name, frame.event)
+
+    def _handler_done(self, task: asyncio.Task[None]) -> None:
+        self._handlers.discard(task)
+        if self._slots is not None:
+            self._slots.release()
 
     def _resolve(self, frame: Response) -> None:
         future = self._pending.get(frame.id or "")
@@ -297,10 +522,51 @@ class Connection:
         except ConnectionClosed:
             log.debug("%s: peer gone before the answer could be sent", self.name)
 
-    async def close(self, code: int = 1000, message: str = "") -> None:
-        self._closed_event.set()
-        if not self.ws.closed:
-            await self.ws.close(code=code, message=message.encode())
+    async def close(
+        self, code: int = 1000, message: str = "", *, flush: bool = True,
+        timeout: float = CLOSE_TIMEOUT,
+    ) -> None:
+        """Close the socket with `code` and `message`; safe to call twice.
+
+        With `flush` (an orderly close) what is queued goes out first, for up to `timeout`
+        seconds; without it (cutting off a peer that is too slow) it is dropped and the
+        requests waiting for answers fail at once. Either way the close handshake gets
+        `timeout` seconds, then the transport (when the connection was given it) is cut:
+        a peer that does not read cannot hold the socket open.
+        """
+        self._closing = True
+        if flush:
+            try:
+                await asyncio.wait_for(self._queue.flushed(), timeout)
+            except TimeoutError:
+                log.info("%s: closing with %d characters still unsent", self.name,
+                         self._queue.size)
+        dropped = self._queue.close()
+        if not flush:
+            if dropped:
+                log.info("%s: dropped %d unsent frame(s) on close", self.name, dropped)
+            self._fail_pending(f"closed: {message or code}")
+        try:
+            if not self.ws.closed:
+                await asyncio.wait_for(self.ws.close(code=code, message=message.encode()),
+                                       timeout)
+        except TimeoutError:
+            log.info("%s: the peer did not complete the close in %.0fs", self.name, timeout)
+        except asyncio.CancelledError:
+            task = asyncio.current_task()
+            if task is not None and task.cancelling():
+                raise  # our own cancellation; else aiohttp's shared drain future was
+        finally:
+            self._cut()
+            self._closed_event.set()
+
+    def _cut(self) -> None:
+        """Abort a transport still holding unsent data: closing it only waits — for ever, for
+        a peer that does not read — to send that first."""
+        transport = self._transport
+        if transport is not None and transport.get_write_buffer_size():
+            log.info("%s: connection cut, the peer not reading what was sent", self.name)
+            transport.abort()
 
     async def wait_closed(self) -> None:
         await self._closed_event.wait()

@@ -22,6 +22,7 @@ from aiohttp import web
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ErrorCode
 from bridge.bcn.frames import Event, Request
+from bridge.hub.backpressure import CLOSE_TOO_SLOW
 from bridge.hub.bot_connect import Connected, connect_bot
 from bridge.hub.bot_events import BotEvents
 from bridge.hub.bot_requests import BotRequests
@@ -42,6 +43,7 @@ class BotEndpoint:
         self.events = BotEvents(state, dispatcher)
         self._admission: dict[str, asyncio.Lock] = {}
         """One connect at a time per bot, so two racing sockets cannot both get in."""
+        state.backpressure.cut_off = self.cut_off
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws, conn, frame = await accept(request, self.state.config, "hub-bot", "bot.connect",
@@ -130,6 +132,20 @@ class BotEndpoint:
     async def _on_event(self, bot: BotLink, event: Event) -> None:
         bot.last_seen = asyncio.get_running_loop().time()
         await self.events.handle(bot, event)
+
+    def cut_off(self, bot: BotLink, reason: str) -> None:
+        """A bot that stayed behind (`backpressure.py`): offline now, its socket closed.
+
+        What was queued for it is dropped and its unanswered requests fail at once (a
+        `chat.send` among them is reported to its chat). The close frame, with `reason`,
+        comes after everything the bot has not read yet; one that does not read it within
+        `request_timeout_seconds` has its connection cut.
+        """
+        if self.state.presence.detach(bot):
+            self._offline(bot)
+        self.state.spawn(bot.conn.close(CLOSE_TOO_SLOW, reason, flush=False,
+                                        timeout=self.state.config.request_timeout_seconds),
+                         "hub-cut-off-bot")
 
     async def expire(self, now: float) -> None:
         """Bots silent past the TTL go offline and their socket is closed."""

@@ -186,6 +186,32 @@ class HubConfig(BaseModel):
     pending_max_per_binding: int = Field(10_000, ge=1)
     pending_max_age_seconds: float = Field(86_400.0, gt=0)
     deliver_window: int = Field(64, ge=1, description="Un-acked deliveries in flight per binding.")
+    send_queue_chars: int = Field(
+        262_144, ge=1024,
+        description="Characters of frames one connection (bot or link) may have waiting to be "
+        "written to its socket. A bot's chat.inject beyond it is shed and its chat.send fails "
+        "visibly; a link's deliveries wait in their outbox.",
+    )
+    bot_queue_max: int = Field(
+        400, ge=1,
+        description="Requests to one bot not answered yet (queued, on the wire, unread), at "
+        "most: a chat.send beyond it fails at once, with a notice in the chat.",
+    )
+    observer_queue_max: int = Field(
+        200, ge=1,
+        description="From this many unanswered requests to a bot on, chat.inject to it is shed "
+        "(counted, logged, the bot told) until it is down to half of it again.",
+    )
+    observer_shed_limit: int = Field(
+        1000, ge=1,
+        description="chat.inject shed in a row, the bot never catching up, before the hub "
+        "disconnects it (close code 4003).",
+    )
+    max_requests_in_flight: int = Field(
+        256, ge=1,
+        description="Requests from one bot or link handled at once; at the bound the hub "
+        "stops reading that socket until one is answered.",
+    )
     transcript_limit: int = Field(200, ge=1, description="Messages kept per channel session.")
     dedup_limit: int = Field(10_000, ge=1, description="Inbound msg_ids remembered per binding.")
     identity_secret: str | None = Field(
@@ -228,6 +254,9 @@ class HubConfig(BaseModel):
         _no_repeats("group id", [group.id for group in self.groups])
         _no_repeats("bot name", [bot.name.casefold() for bot in self.bots])
         _no_repeats("bot token", [bot.token for bot in self.bots], show=False)
+        if self.observer_queue_max > self.bot_queue_max:
+            raise ValueError("observer_queue_max must not exceed bot_queue_max (a chat.send "
+                             "must still fit once observing is shed)")
         for version in self.deprecations:
             if not 1 <= version <= CURRENT_PROTOCOL_VERSION:
                 raise ValueError(f"deprecations: no protocol version {version}")

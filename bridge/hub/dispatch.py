@@ -24,6 +24,7 @@ import time
 import uuid
 from typing import Any
 
+from bridge.bcn.connection import SendQueueFull
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.run_events import RunEvent
 from bridge.hub.bindings import BindingSpec, scope_key
@@ -202,9 +203,12 @@ class Dispatcher:
             {"protocol": message.protocol} if message.protocol is not None else {},
             group.type,
         )
+        refused: list[str] = []
         deliveries = await self._deliver(session, decision, utterance, None, message.msg_id,
-                                         message.thread_id)
-        if not message.observe and not any(d["method"] == "chat.send" for d in deliveries):
+                                         message.thread_id, refused=refused)
+        if not message.observe and not refused and not any(
+            d["method"] == "chat.send" for d in deliveries
+        ):
             self.system_output(session, NO_BOT_TEXT, message.thread_id, message.msg_id)
         return deliveries
 
@@ -221,8 +225,13 @@ class Dispatcher:
         source_msg_id: str | None,
         thread_id: str | None,
         task_id: str | None = None,
+        refused: list[str] | None = None,
     ) -> list[dict[str, Any]]:
-        """Send to every chosen online bot; answers are handled as they come back."""
+        """Send to every chosen online bot; answers are handled as they come back.
+
+        Never waits for one bot: a bot that is behind is shed or refused (`_send_to`), and
+        the names of responders refused so go on `refused`.
+        """
         config = self.state.config
         group = self.state.groups.get(session.group_id)
         out = []
@@ -245,11 +254,9 @@ class Dispatcher:
                 )
                 if task_id is not None:
                     params["session_context"]["task_id"] = task_id
-                try:
-                    answer = await bot.conn.send_request(
-                        method, params, timeout=config.request_timeout_seconds
-                    )
-                except ConnectionClosed:
+                answer = await self._send_to(bot, method, params, session, thread_id,
+                                             source_msg_id, refused)
+                if answer is None:
                     continue
                 if sending:
                     pending = PendingSend(bot_uuid, session, params["session_key"],
@@ -260,9 +267,56 @@ class Dispatcher:
                         lambda _f, p=pending, name=bot.record.name: self._report_lost(p, name)
                     )
                 else:
-                    answer.add_done_callback(_ignore_answer)
+                    answer.add_done_callback(
+                        lambda f, b=bot: self._inject_answered(b, f))
                 out.append({"bot_uuid": bot_uuid, "name": bot.record.name, "method": method})
         return out
+
+    async def _send_to(
+        self,
+        bot: BotLink,
+        method: str,
+        params: dict[str, Any],
+        session: ChannelSession,
+        thread_id: str | None,
+        source_msg_id: str | None,
+        refused: list[str] | None,
+    ) -> asyncio.Future[dict[str, Any]] | None:
+        """Queue one delivery without waiting for the bot; None when it did not go.
+
+        A bot that is behind (`backpressure.py`) has its inject shed, or its chat.send
+        refused with a notice in the chat (its name then goes on `refused`).
+        """
+        pressure = self.state.backpressure
+        observe = method == "chat.inject"
+        if observe and not pressure.admit_inject(bot):
+            return None
+        why = None if observe else pressure.send_refusal(bot)
+        if why is None:
+            try:
+                answer = await bot.conn.send_request(
+                    method, params, timeout=self.state.config.request_timeout_seconds,
+                    wait=False)
+            except ConnectionClosed:
+                return None
+            except SendQueueFull:
+                if observe:
+                    pressure.shed(bot)
+                    return None
+                why = f"it is not keeping up ({bot.conn.queued} characters unsent to it)"
+            else:
+                pressure.sent(bot, inject=observe)
+                return answer
+        pressure.send_refused(bot, why)
+        if refused is not None:
+            refused.append(bot.record.name)
+        self.system_output(session, f"{bot.record.name} did not take this message: {why}.",
+                           thread_id, source_msg_id)
+        return None
+
+    def _inject_answered(self, bot: BotLink, answer: asyncio.Future[Any]) -> None:
+        _ignore_answer(answer)
+        self.state.backpressure.inject_answered(bot)
 
     def _report_lost(self, pending: PendingSend, name: str) -> None:
         """A `chat.send` that yielded no run is told to the chat, never dropped silently."""

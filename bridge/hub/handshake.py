@@ -73,9 +73,13 @@ async def accept(
 
     `autoping=False` leaves pings and pongs to the `Connection`, so it can `probe()` the
     peer (the bot endpoint does, before refusing a second connection of the same bot).
+    The connection's send queue and handlers are bounded by the `hub:` limits, and it
+    holds the transport so that closing a peer that does not read can cut it.
     """
     ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES, autoping=autoping)
     await ws.prepare(request)
-    conn = Connection(ws, name=name, request_timeout=config.request_timeout_seconds)
+    conn = Connection(ws, name=name, request_timeout=config.request_timeout_seconds,
+                      send_queue_chars=config.send_queue_chars,
+                      max_handlers=config.max_requests_in_flight, transport=request.transport)
     frame = await first_request(conn, method, config.handshake_timeout_seconds)
     return ws, conn, frame

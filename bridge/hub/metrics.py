@@ -49,6 +49,7 @@ class HubCollector(Collector):
         for run_state, count in sorted(state.runs.ended.items()):
             ended.add_metric([run_state], count)
         yield ended
+        yield from state.backpressure.collect(state.presence)
         info = GaugeMetricFamily("bcn_hub_info", "Always 1; the label says the version.",
                                  labels=["version"])
         info.add_metric([__version__], 1)

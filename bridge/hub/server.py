@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from bridge import __version__
+from bridge.hub.backpressure import BotBackpressure
 from bridge.hub.bots import BotEndpoint
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes, OutboxLimits
@@ -129,10 +130,10 @@ class Hub:
             self._sweeper = None
         state = self.state
         if state is not None:
-            for bot in state.presence.all():
-                await bot.conn.close(CLOSE_GOING_AWAY, "hub stopping")
-            for link in state.links.all():
-                await link.conn.close(CLOSE_GOING_AWAY, "hub stopping")
+            # All at once: one peer that does not read holds its close up to its timeout.
+            await asyncio.gather(*(conn.close(CLOSE_GOING_AWAY, "hub stopping") for conn in (
+                *(bot.conn for bot in state.presence.all()),
+                *(link.conn for link in state.links.all()))))
             await self._release(state)
         if self._runner is not None:
             await self._runner.cleanup()
@@ -258,6 +259,7 @@ def _open_state(config: HubConfig) -> HubState:
             identity_secret=secret.encode(),
             grace=StartupGrace(db, config.reconnect_grace_seconds,
                                lambda bot_uuid: _bot_name(registry, bot_uuid)),
+            backpressure=BotBackpressure(config),
         )
     except BaseException:
         db.close()

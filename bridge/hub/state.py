@@ -14,6 +14,7 @@ from typing import Any
 
 from bridge.bcn.connection import Connection
 from bridge.hub.admission import Admission
+from bridge.hub.backpressure import Backlog, BotBackpressure
 from bridge.hub.bindings import BindingSpec
 from bridge.hub.config import HubConfig
 from bridge.hub.deliveries import Outboxes
@@ -42,6 +43,8 @@ class BotLink:
     client_kind: str | None = None
     status: dict[str, Any] | None = None
     """The latest `bot.status` the bot reported (status, dynamic_summary, load)."""
+    backlog: Backlog = field(default_factory=Backlog)
+    """How far behind this connection is (`backpressure.py`)."""
 
 
 @dataclass(slots=True, eq=False)
@@ -154,6 +157,7 @@ class HubState:
     outboxes: Outboxes
     identity_secret: bytes
     grace: StartupGrace
+    backpressure: BotBackpressure
     tasks: set[asyncio.Task[None]] = field(default_factory=set)
     notices: ParticipantsNotices = field(init=False)
     admission: Admission = field(init=False)

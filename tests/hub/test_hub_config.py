@@ -19,6 +19,9 @@ def test_defaults_and_driver_membership() -> None:
     assert (config.host, config.port) == ("127.0.0.1", 8765)
     assert config.bot_ttl_seconds == 300 and config.link_ttl_seconds == 120
     assert config.max_bot_turns == 12
+    assert (config.send_queue_chars, config.bot_queue_max, config.observer_queue_max,
+            config.observer_shed_limit, config.max_requests_in_flight) == (
+        262_144, 400, 200, 1000, 256)
     group = config.groups[0]
     assert group.bots == ["Helper", "Mantis"] and group.name == "grp-ops"
 
@@ -38,6 +41,8 @@ def test_defaults_and_driver_membership() -> None:
     ({"groups": [{"id": "a", "type": "swarm"}]}, "manager_worker"),
     ({"register_tokens": [" "]}, "must not be empty"),
     ({"probe_timeout_seconds": 0}, "greater than 0"),
+    ({"observer_queue_max": 401}, "observer_queue_max must not exceed bot_queue_max"),
+    ({"send_queue_chars": 100}, "greater than or equal to 1024"),
     ({"surprise": 1}, "Extra inputs"),
 ])
 def test_bad_config_is_a_clear_error(data: dict[str, object], message: str) -> None:

@@ -33,7 +33,7 @@ from bridge.bcn.bot.run import Run, RunFinished
 from bridge.bcn.bot.token_file import load_token, save_token
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
-from bridge.bcn.frames import Request
+from bridge.bcn.frames import Event, Request
 from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION, speaks_run_events
 from bridge.retry import Backoff
 
@@ -87,6 +87,7 @@ class Bot:
         on_message: MessageHandler | None = None,
         on_observe: ObserveHandler | None = None,
         client_kind: str | None = None,
+        max_observing: int = 100,
     ) -> None:
         if not url.startswith(("ws://", "wss://")):
             raise ValueError(f"BCN url must start with ws:// or wss://, got {url!r}")
@@ -98,6 +99,8 @@ class Bot:
             )
         if heartbeat_interval <= 0:
             raise ValueError("heartbeat_interval must be positive")
+        if max_observing < 1:
+            raise ValueError("max_observing must be at least 1")
         self.url = url
         self.name = name
         self.token_file = token_file
@@ -122,6 +125,10 @@ class Bot:
         """True when this connection speaks v3 run events."""
         self.connect_count = 0
         """How many handshakes succeeded; a reconnect makes it grow."""
+        self.injects_shed = 0
+        """Observed messages (`chat.inject`) BCN reported dropping while this bot was behind."""
+        self.backpressure: dict[str, Any] | None = None
+        """BCN's latest `bot.backpressure` notice (`state`: `shedding` or `caught_up`)."""
 
         self._connected = asyncio.Event()
         self._connection: Connection | None = None
@@ -135,6 +142,8 @@ class Bot:
         self._finished_runs: OrderedDict[str, str] = OrderedDict()  # run_id -> session_key
         self._finished_runs_kept = 1000
         self._background: set[asyncio.Task[None]] = set()
+        self._observing = asyncio.Semaphore(max_observing)
+        """Observe handlers running at once; at the bound the next inject's answer waits."""
 
     def __repr__(self) -> str:  # the token stays out of reprs, and so out of logs
         return f"Bot(url={self.url!r}, name={self.name!r}, bot_uuid={self.bot_uuid!r})"
@@ -254,8 +263,7 @@ class Bot:
         """Connect, serve until the socket drops, wait with backoff, repeat."""
         while not self._stopping:
             try:
-                await self._serve_one_connection()
-                reason = "connection closed"
+                reason = await self._serve_one_connection()
             except BcnError as exc:
                 if exc.code in _FATAL_CODES:
                     log.error("BCN refused this bot: %s", exc)
@@ -273,12 +281,14 @@ class Bot:
             log.warning("BCN %s: %s; reconnecting in %.1f s", self.url, reason, delay)
             await asyncio.sleep(delay)
 
-    async def _serve_one_connection(self) -> None:
+    async def _serve_one_connection(self) -> str:
+        """Serve one connection until it drops; returns why it ended, for the log."""
         assert self._http is not None
         async with asyncio.timeout(self.connect_timeout):
             ws = await self._http.ws_connect(self.url, autoping=True)
         connection = Connection(ws, name="bot", request_timeout=self.request_timeout)
         connection.on_request = partial(self._on_request, connection)
+        connection.on_event = self._on_event
         reader = asyncio.create_task(connection.run(), name="bot-reader")
         heartbeat: asyncio.Task[None] | None = None
         try:
@@ -297,6 +307,10 @@ class Bot:
             await connection.close()
             reader.cancel()
             await asyncio.wait({reader})
+        if connection.close_code is None:
+            return "connection closed"
+        return (f"BCN closed the connection ({connection.close_code}: "
+                f"{connection.close_reason or 'no reason given'})")
 
     async def _handshake(self, connection: Connection) -> None:
         params: dict[str, Any] = {"protocol_version": self.protocol_version}
@@ -393,7 +407,7 @@ class Bot:
         if method == "chat.history":
             return self._history(request.params)
         if method == "chat.inject":
-            return self._observe(request.params)
+            return await self._observe(request.params)
         raise BcnError(ErrorCode.UNKNOWN_METHOD, f"unknown method {method!r}")
 
     def _accept_send(self, connection: Connection, params: dict[str, Any]) -> dict[str, Any]:
@@ -509,7 +523,13 @@ class Bot:
             "messages": self.history.messages(session_key, limit),
         }
 
-    def _observe(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def _observe(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Record and hand a `chat.inject` to the observe handler, answering once it started.
+
+        With `max_observing` handlers still running, the answer waits for one to finish:
+        BCN then sees this bot behind, and sheds what it cannot take, instead of this
+        process piling up handlers without bound.
+        """
         message = IncomingMessage.from_params(params, observe_only=True,
                                               require_session_id=self.run_events)
         if message.text:
@@ -518,10 +538,27 @@ class Bot:
                 session_id=message.bcs_group_id,
             )
         if self._observe_handler is not None:
+            await self._observing.acquire()
             task = asyncio.create_task(self._run_observer(self._observe_handler, message))
             self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            task.add_done_callback(self._observed)
         return {}
+
+    def _observed(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        self._observing.release()
+
+    async def _on_event(self, event: Event) -> None:
+        """Events from BCN; the hub's `bot.backpressure` notices are the ones the SDK reads."""
+        if event.event != "bot.backpressure":
+            return
+        payload = event.payload
+        self.backpressure = dict(payload)
+        shed = payload.get("shed")
+        if payload.get("state") == "caught_up" and isinstance(shed, int) and shed > 0:
+            self.injects_shed += shed
+        log.warning("BCN backpressure (%s): %s", payload.get("state") or "notice",
+                    payload.get("message") or payload)
 
     @staticmethod
     async def _run_observer(handler: ObserveHandler, message: IncomingMessage) -> None:
