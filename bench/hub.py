@@ -34,15 +34,9 @@ from bridge.bcn import Connection, Request
 from bridge.hub import Hub, HubConfig
 
 LINK_TOKEN = "bench-link-token"
-HUB_SCRIPT = (
-    "import argparse, sys; from bridge.cli.hub import run; "
-    "sys.exit(run(argparse.Namespace(config=sys.argv[1], listen=None, log_level='WARNING')))"
-)
-BOT_SCRIPT = (
-    "import argparse, sys; from bridge.cli import example_bot; "
-    "p = argparse.ArgumentParser(); example_bot.register(p.add_subparsers()); "
-    "a = p.parse_args(sys.argv[1:]); sys.exit(a.handler(a))"
-)
+CLI = ("-m", "bridge.cli")
+"""The hub and the echo bot run as `bcn-bridge hub` and `bcn-bridge example-bot` do: through
+the command line's own parser, so its options (logging, listen, …) cannot drift from here."""
 
 
 def hub_settings(data_dir: Path) -> dict[str, Any]:
@@ -75,6 +69,16 @@ def cpu_seconds(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+async def hub_url(process: asyncio.subprocess.Process, timeout: float = 30.0) -> str:
+    """The ws:// URL from `bcn-bridge hub`'s "hub listening on URL …" line."""
+    assert process.stdout is not None
+    async with asyncio.timeout(timeout):
+        while line := (await process.stdout.readline()).decode():
+            if line.startswith("hub listening on "):
+                return line.split()[3]
+    raise RuntimeError(f"the hub exited (code {await process.wait()}) before it listened")
+
+
 PROCESSES: dict[str, int] = {}
 """Process ids of the hub and the echo bot when they run apart, for CPU figures."""
 
@@ -102,15 +106,13 @@ async def running_hub_and_echo(in_process: bool) -> AsyncIterator[str]:
         config = Path(tmp) / "hub.yaml"
         config.write_text(yaml.safe_dump({"hub": settings}))
         hub_proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-c", HUB_SCRIPT, str(config), cwd=ROOT,
-            stdout=asyncio.subprocess.PIPE)
+            sys.executable, *CLI, "hub", "--config", str(config), "--log-level", "WARNING",
+            cwd=ROOT, stdout=asyncio.subprocess.PIPE)
         bot_proc = None
         try:
-            assert hub_proc.stdout is not None
-            line = (await asyncio.wait_for(hub_proc.stdout.readline(), 30)).decode()
-            url = line.split()[3]
+            url = await hub_url(hub_proc)
             bot_proc = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", BOT_SCRIPT, "example-bot", "echo", "--url", url + "/ws/bot",
+                sys.executable, *CLI, "example-bot", "echo", "--url", url + "/ws/bot",
                 "--no-stream", "--log-level", "WARNING", cwd=ROOT)
             await wait_for_bot(url)
             PROCESSES.update(hub=hub_proc.pid, echo=bot_proc.pid, client=os.getpid())
