@@ -793,11 +793,13 @@
       ui.detailSummary.replaceChildren();
       ui.detailHistory.replaceChildren();
     }
+    const opened = app.openId !== id;
     app.openId = id;
     ui.detailId.textContent = id;
     ui.detail.hidden = false;
     ui.area.classList.add("has-detail");
     markSelected();
+    if (opened) ui.detail.scrollIntoView({ block: "nearest" }); // below the table when narrow
     loadDetail();
   }
 
