@@ -41,7 +41,7 @@ class RedisStore(Store):
         self.redis = redis
         self.keys = keys = Keys(prefix)
         scripts = Scripts.register(redis)
-        self.conversations = RedisConversationStore(redis, keys)
+        self.conversations = RedisConversationStore(redis, scripts, keys)
         self.seen = RedisSeenStore(redis, scripts, keys)
         outbox = RedisOutboxStore(redis, scripts, keys)
         self.outbox = outbox
