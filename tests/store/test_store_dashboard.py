@@ -13,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from bridge.store import Conversation, ConversationPage, HistoryEntry, Store, open_store
+from bridge.store.loop_guard import HeldLane
 from bridge.store.micros import to_micros
 from bridge.store.paging import MAX_LIMIT, decode_cursor, encode_cursor
 from bridge.store.redis.store import RedisStore
+from bridge.store.relay import OutboxItem
 from bridge.store.sqlite import SqliteStore
 from bridge.store.sqlite.migrations import MIGRATIONS, migrate
 from bridge.tracking import Tracker
@@ -439,3 +441,74 @@ async def test_counts_stay_exact_when_two_instances_update_at_once(redis_url: st
         assert ids(page) == [f"r-{n:04d}" for n in range(18, -1, -2)]
         # Both instances' updates went in, one after the other: none was lost.
         assert all(len(item.history) == 3 for item in page.items)
+
+
+# Lanes the loop guard paused, with what they hold.
+
+LANE = "webchat:main|room-1|"
+LATER_LANE = "telegram:main|-100200|"
+
+
+def output(text: str, lane: str = LANE) -> OutboxItem:
+    return OutboxItem(lane=lane, kind="final", sender_label="Echo", parts=[text], created_at=T0)
+
+
+async def trip(store: Store, lane: str, limit: int = 2) -> None:
+    for n in range(limit + 1):
+        await store.loop_guard.bot_spoke(lane, limit=limit, window=60,
+                                         now=T0 + timedelta(seconds=n))  # fmt: skip
+
+
+async def test_held_lanes_before_a_pause_while_paused_and_after_a_human_spoke(
+    store: Store,
+) -> None:
+    guard = store.loop_guard
+    assert await guard.held_lanes() == []
+    await guard.bot_spoke(LANE, limit=2, window=60, now=T0)  # counted, not paused
+    assert await guard.held_lanes() == []
+    await trip(store, LANE)
+    assert await guard.held_lanes() == [HeldLane(LANE, held=0, held_over=0)]
+    for n in range(3):
+        assert await guard.hold(LANE, output(f"held {n}"), keep=2, once=f"e{n}", now=T0)
+    # Another lane trips through `post` (the relay's one-step path) and sorts before it.
+    verdicts = [
+        (await guard.post(LATER_LANE, output(f"p{n}", LATER_LANE), limit=1, window=60, keep=5,
+                          once=f"p{n}", now=T0 + timedelta(seconds=n)))[0]
+        for n in range(3)
+    ]  # fmt: skip
+    assert verdicts == ["allow", "tripped", "paused"]
+    assert await guard.held_lanes() == [
+        HeldLane(LATER_LANE, held=2, held_over=0),
+        HeldLane(LANE, held=2, held_over=1),
+    ]
+    released = await guard.human_spoke(LANE)
+    assert released is not None and len(released.items) == 2 and released.not_kept == 1
+    assert await guard.held_lanes() == [HeldLane(LATER_LANE, held=2, held_over=0)]
+    assert await guard.human_spoke(LATER_LANE) is not None
+    assert await guard.held_lanes() == []
+    await trip(store, LANE)  # pauses again after a release
+    assert await guard.held_lanes() == [HeldLane(LANE, held=0, held_over=0)]
+
+
+async def test_a_paused_lane_that_expired_leaves_the_redis_index(redis_url: str) -> None:
+    async with open_store(redis_url) as store:
+        assert isinstance(store, RedisStore)
+        await trip(store, LANE)
+        await trip(store, LATER_LANE)
+        await store.redis.delete(store.keys.guard(LANE))  # its TTL ran out: nobody spoke
+        assert await store.loop_guard.held_lanes() == [HeldLane(LATER_LANE, 0, 0)]
+        assert await store.redis.smembers(store.keys.paused_lanes) == {LATER_LANE}
+
+
+async def test_sqlite_reads_the_paused_lanes_from_their_own_index(tmp_path: Path) -> None:
+    async with open_store(f"sqlite:///{tmp_path}/guard.db") as store:
+        assert isinstance(store, SqliteStore)
+        for n in range(50):  # lanes the guard counts in, none paused
+            await store.loop_guard.bot_spoke(f"calm-{n}", limit=5, window=60, now=T0)
+        await trip(store, LANE)
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        assert await store.loop_guard.held_lanes() == [HeldLane(LANE, 0, 0)]
+        store._db.set_trace_callback(None)
+        plan = query_plan(store._db, next(s for s in statements if "FROM loop_guard" in s))
+        assert "SCAN g USING INDEX loop_guard_paused" in plan, plan

@@ -296,6 +296,8 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await conversations.update("open-1", lambda _: record("open-1"))
     await conversations.update("done-1", lambda _: record("done-1", status="done", deadline=None))
     await conversations.find(statuses={"open"}, chat="discord:123")
+    await conversations.page(statuses={"open"}, bot="lotbot", limit=1)
+    await conversations.counts(chat="discord:123", bot="Lotbot")
     await conversations.due(T0 + timedelta(hours=1))
     await conversations.remove_finished(T0 + timedelta(days=1))
     await store.seen.add("seen-1", T0)
@@ -314,6 +316,7 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await pause(store, lane)
     await store.loop_guard.hold(lane, output("held"), keep=1, once="evt-2", now=T0)
     await store.loop_guard.hold(lane, output("over"), keep=1, once=None, now=T0)
+    await store.loop_guard.held_lanes()
     await store.streams.append("run-1", 1, "Hel", T0)
     await store.streams.append("run-2", 1, "gone", T0)
     await store.streams.take("run-2")
@@ -327,8 +330,8 @@ async def exercise(store: Store, lane: str = LANE) -> None:
 
 
 DOCUMENTED_FAMILIES = {
-    "conv", "convs", "seen", "map", "outbox", "spool", "guard", "held", "run", "runs",
-    "lease", "lease-token",
+    "conv", "convs", "seen", "map", "outbox", "spool", "guard", "guards", "held", "run",
+    "runs", "lease", "lease-token",
 }  # fmt: skip
 """Every key family docs/tracking.md lists."""
 
