@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 
 from bridge.store.leases import LeaseStore
 from bridge.store.loop_guard import LoopGuardStore
+from bridge.store.pauses import PauseStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
 from bridge.store.streams import StreamStore
@@ -122,6 +123,7 @@ class Store(ABC):
     streams: StreamStore
     leases: LeaseStore
     message_map: MessageMapStore
+    pauses: PauseStore
 
     @abstractmethod
     async def close(self) -> None:

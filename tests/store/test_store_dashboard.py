@@ -7,7 +7,7 @@ import asyncio
 import sqlite3
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -16,6 +16,7 @@ from bridge.store import Conversation, ConversationPage, HistoryEntry, Store, op
 from bridge.store.loop_guard import HeldLane
 from bridge.store.micros import to_micros
 from bridge.store.paging import MAX_LIMIT, decode_cursor, encode_cursor
+from bridge.store.pauses import Paused
 from bridge.store.redis.store import RedisStore
 from bridge.store.relay import OutboxItem
 from bridge.store.sqlite import SqliteStore
@@ -27,6 +28,7 @@ T0 = datetime(2026, 5, 1, 9, 0, tzinfo=UTC)
 ROOM = "webchat:main|room-1|"
 OTHER_ROOM = "telegram:main|-100200|"
 FINISHED = {"done", "partial", "failed", "timeout", "expired"}
+DAY = timedelta(days=1)
 
 
 def conversation(
@@ -512,3 +514,68 @@ async def test_sqlite_reads_the_paused_lanes_from_their_own_index(tmp_path: Path
         store._db.set_trace_callback(None)
         plan = query_plan(store._db, next(s for s in statements if "FROM loop_guard" in s))
         assert "SCAN g USING INDEX loop_guard_paused" in plan, plan
+
+
+# Bindings an operator paused.
+
+BINDING = "webchat:main|room-1|"
+THREADED = "slack:work|C0123:general|1700000000.000100"
+
+
+async def test_pause_and_resume_a_binding(store: Store) -> None:
+    pauses = store.pauses
+    assert await pauses.all() == {}
+    assert await pauses.pause(BINDING, "ada", T0)
+    # Paused already: the first operator and time stay.
+    assert not await pauses.pause(BINDING, "grace", T0 + timedelta(minutes=5))
+    assert await pauses.pause(THREADED, "grace", T0 + timedelta(seconds=1, microseconds=7))
+    assert await pauses.all() == {
+        BINDING: Paused("ada", T0),
+        THREADED: Paused("grace", T0 + timedelta(seconds=1, microseconds=7)),
+    }
+    assert await pauses.resume(BINDING)
+    assert not await pauses.resume(BINDING)
+    assert not await pauses.resume("never|paused|")
+    assert await pauses.all() == {
+        THREADED: Paused("grace", T0 + timedelta(seconds=1, microseconds=7))
+    }
+    assert await pauses.pause(BINDING, "grace", T0 + DAY)  # paused again: the new record
+    assert (await pauses.all())[BINDING] == Paused("grace", T0 + DAY)
+
+
+async def test_a_pause_time_comes_back_in_utc_and_must_say_its_zone(store: Store) -> None:
+    paris = timezone(timedelta(hours=2))
+    assert await store.pauses.pause(BINDING, "ada", datetime(2026, 5, 1, 11, 0, tzinfo=paris))
+    at = (await store.pauses.all())[BINDING].at
+    assert at == T0 and at.tzinfo == UTC
+    with pytest.raises(ValueError, match="timezone-aware"):
+        await store.pauses.pause(THREADED, "ada", datetime(2026, 5, 1, 9, 0))
+    assert THREADED not in await store.pauses.all()
+
+
+async def test_a_sqlite_pause_survives_reopening_the_file(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path}/pauses.db"
+    async with open_store(url) as store:
+        await store.pauses.pause(BINDING, "ada", T0)
+        await store.pauses.pause(THREADED, "ada", T0)
+        await store.pauses.resume(THREADED)
+    async with open_store(url) as store:
+        assert await store.pauses.all() == {BINDING: Paused("ada", T0)}
+        assert not await store.pauses.pause(BINDING, "grace", T0 + DAY)
+
+
+async def test_every_redis_instance_sees_the_same_pause_and_a_restart_keeps_it(
+    redis_url: str,
+) -> None:
+    async with open_store(redis_url) as first, open_store(redis_url) as second:
+        won = await asyncio.gather(
+            first.pauses.pause(BINDING, "ada", T0), second.pauses.pause(BINDING, "grace", T0)
+        )
+        assert sorted(won) == [False, True]  # one of them paused it
+        paused = await first.pauses.all()
+        assert paused == await second.pauses.all() and paused[BINDING].by in {"ada", "grace"}
+    async with open_store(redis_url) as reopened:
+        assert await reopened.pauses.all() == paused
+        assert await reopened.pauses.resume(BINDING)
+    async with open_store(redis_url) as again:
+        assert await again.pauses.all() == {}

@@ -317,6 +317,10 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await store.loop_guard.hold(lane, output("held"), keep=1, once="evt-2", now=T0)
     await store.loop_guard.hold(lane, output("over"), keep=1, once=None, now=T0)
     await store.loop_guard.held_lanes()
+    await store.pauses.pause("webchat:main|room-1|", "ada", T0)
+    await store.pauses.pause("webchat:main|room-2|", "ada", T0)
+    await store.pauses.resume("webchat:main|room-2|")
+    await store.pauses.all()
     await store.streams.append("run-1", 1, "Hel", T0)
     await store.streams.append("run-2", 1, "gone", T0)
     await store.streams.take("run-2")
@@ -331,7 +335,7 @@ async def exercise(store: Store, lane: str = LANE) -> None:
 
 DOCUMENTED_FAMILIES = {
     "conv", "convs", "seen", "map", "outbox", "spool", "guard", "guards", "held", "run",
-    "runs", "lease", "lease-token",
+    "runs", "lease", "lease-token", "pauses",
 }  # fmt: skip
 """Every key family docs/tracking.md lists."""
 
@@ -385,7 +389,8 @@ async def test_keys_that_can_be_abandoned_expire_and_state_does_not(
     # Kept on purpose: fencing tokens must only grow, and state the bridge still needs
     # is removed by its own operation (remove_finished, complete, prune), not by age.
     for kept in (keys.lease_token("sweep"), keys.conversation("open-1"), keys.seen,
-                 keys.created, keys.deadlines, keys.queue("outbox").order):
+                 keys.created, keys.deadlines, keys.queue("outbox").order, keys.pauses,
+                 keys.paused_lanes, keys.count()):
         assert await ttl(kept) == -1, kept
 
 

@@ -97,6 +97,12 @@ class Keys:
         until `held_lanes` drops it)."""
         return self._key("guards", "paused")
 
+    # Pauses.
+    @property
+    def pauses(self) -> str:
+        """hash binding key -> JSON {by, at (µs)}: the bindings an operator paused."""
+        return self._key("pauses")
+
     # Streams.
     def run(self, run_id: str) -> str:
         """hash seq -> delta text. TTL'd."""

@@ -202,6 +202,14 @@ MIGRATIONS: tuple[Migration, ...] = (
         ),
         fill_conversation_bots,
     ),
+    Migration(
+        10,
+        "bindings an operator paused, with who paused them and when",
+        (
+            "CREATE TABLE pauses (key TEXT PRIMARY KEY, by_name TEXT NOT NULL,"
+            " at INTEGER NOT NULL) WITHOUT ROWID",
+        ),
+    ),
 )
 
 
