@@ -71,7 +71,7 @@ class RelayEvents:
         if subscription in self._subscribers:
             self._subscribers.remove(subscription)
 
-    def publish(self, kind: EventKind, **data: Any) -> None:
+    def publish(self, kind: EventKind, /, **data: Any) -> None:
         if not self._subscribers:
             return
         event = RelayEvent(kind, self.clock(), data)

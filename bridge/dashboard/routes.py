@@ -232,7 +232,7 @@ class Dashboard:
             COOKIE, session.cookie, path=COOKIE_PATH, httponly=True, samesite="Strict",
             max_age=int(self.config.session_hours * 3600), secure=self._secure(request),
         )
-        return response  # type: ignore[return-value]
+        raise response
 
     def _secure(self, request: web.Request) -> bool:
         if self.config.secure_cookie is not None:
