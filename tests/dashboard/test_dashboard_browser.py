@@ -152,7 +152,7 @@ async def sign_in(page: Any, token: str = TOKEN, name: str = "Ada") -> None:
     await page.get_by_label("Dashboard token", exact=True).fill(token)
     await page.get_by_role("button", name="Sign in").click()
     if token == TOKEN:
-        await expect(page.locator("#operator")).to_have_text(f"Signed in as {name}")
+        await expect(page.locator("#operator-name")).to_have_text(f"Signed in as {name}")
         await expect(page.locator("#live")).to_have_text("live")
 
 

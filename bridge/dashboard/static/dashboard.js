@@ -37,7 +37,7 @@
     instance: byId("instance"),
     ready: byId("ready"),
     live: byId("live"),
-    operator: byId("operator"),
+    operator: byId("operator-name"),
     signOut: byId("sign-out"),
     signedOut: byId("signed-out"),
     signedOutText: byId("signed-out-text"),
