@@ -54,7 +54,7 @@ PAGE_HEADERS = {
     "Content-Security-Policy": CSP,
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
-    "Referrer-Policy": "no-referrer",
+    "Referrer-Policy": "same-origin",  # "no-referrer" makes Chromium send `Origin: null`
     "Cache-Control": "no-store",
 }
 OVERVIEW_EVERY = 1.0
