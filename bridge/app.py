@@ -18,6 +18,7 @@ from bridge.core import registry
 from bridge.core.adapter import Adapter
 from bridge.core.link import LinkSettings
 from bridge.core.relay import Relay, utc_now
+from bridge.dashboard.routes import Dashboard
 from bridge.metrics import BridgeMetrics, version_info
 from bridge.store import open_store
 from bridge.store.base import Store
@@ -48,6 +49,7 @@ class BridgeApp:
         self.metrics = BridgeMetrics()
         """This bridge's own registry (`GET /metrics` on the web server)."""
         self.status = BridgeStatus(self.metrics)
+        self.dashboard: Dashboard | None = None
 
     @property
     def bcn_url(self) -> str:
@@ -98,6 +100,10 @@ class BridgeApp:
         if config.web.enabled:
             self.web = WebServer(config.web.listen, client_max_size=config.web.max_request_bytes)
             self.status.mount(self.web)
+            if config.web.dashboard.enabled:
+                self.dashboard = Dashboard(config.web.dashboard, self.status, self.metrics,
+                                           self.clock)
+                self.dashboard.mount(self.web)
         for channel_type, accounts in config.accounts.items():
             adapter_cls = registry.adapter_class(channel_type)
             for name, account_config in accounts.items():
@@ -111,6 +117,8 @@ class BridgeApp:
         if self.web is not None:
             await self.web.start()
         await self.relay.start()
+        if self.dashboard is not None:
+            await self.dashboard.start(self.relay)
         self._log_summary()
 
     def _log_summary(self) -> None:
@@ -131,6 +139,9 @@ class BridgeApp:
         relay, web, store, hub = self.relay, self.web, self.store, self.hub
         self.relay = self.web = self.store = self.hub = None
         self.status.relay = None
+        dashboard, self.dashboard = self.dashboard, None
+        if dashboard is not None:
+            await dashboard.stop()
         if relay is not None:
             await relay.stop()
         if web is not None:

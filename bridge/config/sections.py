@@ -13,6 +13,8 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bridge.dashboard.config import DashboardSection
+
 EMBEDDED = "embedded"
 """`bcn.url` value meaning: run the `hub:` section in this process and link to it."""
 
@@ -80,6 +82,10 @@ class WebSection(BaseModel):
     enabled: bool = True
     listen: str = Field("127.0.0.1:8080", description='HOST:PORT; ":PORT" for all interfaces.')
     max_request_bytes: int = Field(1024 * 1024, ge=1024, description="Largest request body.")
+    dashboard: DashboardSection = Field(
+        default_factory=DashboardSection,
+        description="The operator's dashboard at /dashboard (off unless enabled).",
+    )
 
     @field_validator("listen")
     @classmethod

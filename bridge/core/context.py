@@ -19,14 +19,17 @@ from bridge.background import Background
 from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
+from bridge.core.events import RelayEvents
 from bridge.core.link import LinkClient
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.pauses import BindingPauses
 from bridge.core.relay_state import GroupBots, RelayState
 from bridge.core.render import render_parts_soon
 from bridge.core.spool import InboundSpool
 from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
+from bridge.store.loop_guard import Released
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
 
@@ -48,6 +51,10 @@ class RelayContext:
     adapters: dict[str, Adapter]
     bindings: list[Binding]
     clock: Callable[[], datetime]
+    pauses: BindingPauses
+    """Bindings an operator paused (their human messages reach the bots to observe only)."""
+    events: RelayEvents
+    """What watchers (the dashboard) are told as it happens; publishing never waits."""
     commands: CommandNames = field(default_factory=CommandNames)
     bridge_name: str = BRIDGE_NAME
     max_reply_chars: int = 100_000
@@ -257,21 +264,26 @@ class RelayContext:
             "something to see it and let them go on.",
         )
 
-    async def human_spoke(self, lane: Lane, binding: Binding) -> None:
-        """A human wrote: the lane's loop guard resets, and what it held is shown."""
+    async def human_spoke(
+        self, lane: Lane, binding: Binding, *, by_operator: str | None = None
+    ) -> Released | None:
+        """A human wrote (or an operator released the lane from the dashboard): the lane's
+        loop guard resets, and what it held is shown. None when the lane was not paused."""
         released = await self.store.loop_guard.human_spoke(lane.key)
         if released is None:
-            return
+            return None
         self.outbox.adopt(released.items)
         held = len(released.items) + released.not_kept
+        who = f" (released by {by_operator})" if by_operator else ""
         if held:
             lost = (f" ({released.not_kept} more were held but not kept: at most "
                     f"{binding.loop_guard.max_messages} are)") if released.not_kept else ""
-            text = (f"▶️ Bots resume. {len(released.items)} message(s) they sent while paused "
-                    f"are shown above{lost}.")
+            text = (f"▶️ Bots resume{who}. {len(released.items)} message(s) they sent while "
+                    f"paused are shown above{lost}.")
         else:
-            text = "▶️ Bots resume."
+            text = f"▶️ Bots resume{who}."
         await self.notice(lane, binding, text)
+        return released
 
     def show_typing(self, lane: Lane) -> None:
         """Tell the chat a bot is working (platforms with a typing indicator), at most

@@ -97,10 +97,16 @@ class InboundPipeline:
             # BCN has no deletes: the bots are told, and nobody is asked to answer.
             await self.send(msg, binding, lane, text=msg.text, deliver="observe")
             return
+        ctx.events.publish("inbound", channel=msg.channel, lane=lane.key,
+                           sender=msg.sender.name, is_bot=msg.sender.is_bot)
         if not msg.sender.is_bot:
             await ctx.human_spoke(lane, binding)
         elif not await ctx.bot_turn(lane, binding):
             # The loop guard paused this chat: the bots still see it, none is asked to answer.
+            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
+            return
+        if await ctx.pauses.of(binding) is not None:
+            # An operator paused the binding: the same, until they resume it.
             await self.send(msg, binding, lane, text=msg.text, deliver="observe")
             return
         if await self.commands.handle(msg, binding, lane):

@@ -63,6 +63,8 @@ class OutboundPipeline:
         run_id = params.get("run_id") if isinstance(params.get("run_id"), str) else None
         sender = params.get("sender") if isinstance(params.get("sender"), dict) else {}
         bot = str(sender.get("name") or "bot")
+        ctx.events.publish("output", bot=bot, kind=kind, run_id=run_id, lane=lane.key,
+                           error=text[:300] if kind == "error" else None)
 
         if kind == "system":
             return await ctx.post(lane, binding, text, sender_label="BCN",

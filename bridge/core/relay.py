@@ -21,12 +21,15 @@ from bridge.core.account_state import AccountState
 from bridge.core.adapter import Adapter
 from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
+from bridge.core.events import RelayEvents
 from bridge.core.inbound import InboundPipeline, sent_key
 from bridge.core.instance import acquire_lease, instance_name
 from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
+from bridge.core.operator import Operator
 from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.pauses import BindingPauses
 from bridge.core.relay_state import RelayState
 from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
 from bridge.logs import log_context
@@ -95,9 +98,10 @@ class Relay:
             holder=self.instance,
             metrics=metrics,
         )
+        self.events = RelayEvents(clock)
         self.ctx = RelayContext(
             store=store,
-            tracker=Tracker(store, timeouts=timeouts),
+            tracker=Tracker(store, timeouts=timeouts, on_change=self._conversation_changed),
             outbox=self.outbox,
             link=self.link,
             spool=self.spool,
@@ -105,6 +109,8 @@ class Relay:
             adapters={},
             bindings=bindings,
             clock=clock,
+            pauses=BindingPauses(store.pauses),
+            events=self.events,
             commands=commands or CommandNames(),
             bridge_name=bridge_name,
             max_reply_chars=max_reply_chars,
@@ -112,6 +118,7 @@ class Relay:
         )
         self.inbound = InboundPipeline(self.ctx)
         self.outbound = OutboundPipeline(self.ctx)
+        self.operator = Operator(self.ctx)
 
     @property
     def tracker(self) -> Tracker:
@@ -180,6 +187,10 @@ class Relay:
             "request_id": protocol.get("request_id"),
         }}
 
+    def _conversation_changed(self, conv: Conversation) -> None:
+        self.events.publish("conversation", request_id=conv.request_id, status=conv.status,
+                            chat=conv.chat)
+
     # ------------------------------------------------------------------ participants
     async def _on_link_event(self, name: str, payload: dict[str, Any]) -> None:
         if name == "channel.participants.changed" and isinstance(payload.get("group_id"), str):
@@ -233,6 +244,7 @@ class Relay:
         names = [str(p["name"]) for p in found]
         online = [str(p["name"]) for p in found if p.get("online")]
         await self.ctx.state.set_group_bots(group, names, online)
+        self.events.publish("participants", group=group, names=names, online=online)
         self.spool.bots_changed()
 
     # ------------------------------------------------------------------ timeouts

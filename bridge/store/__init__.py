@@ -4,7 +4,13 @@
 it (`store.conversations`, `store.outbox`, …). Adding a concern is described in docs/tracking.md.
 """
 
-from bridge.store.base import ConversationChange, ConversationStore, Store, Updated
+from bridge.store.base import (
+    ConversationChange,
+    ConversationPage,
+    ConversationStore,
+    Store,
+    Updated,
+)
 from bridge.store.opening import (
     SUPPORTED,
     OpeningStore,
@@ -19,6 +25,7 @@ __all__ = [
     "SUPPORTED",
     "Conversation",
     "ConversationChange",
+    "ConversationPage",
     "ConversationStore",
     "HistoryEntry",
     "OpeningStore",

@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 
 from bridge.store.leases import LeaseStore
 from bridge.store.loop_guard import LoopGuardStore
+from bridge.store.pauses import PauseStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
 from bridge.store.streams import StreamStore
@@ -36,6 +37,15 @@ class Updated(NamedTuple):
 
     conversation: Conversation | None
     changed: bool
+
+
+class ConversationPage(NamedTuple):
+    """One page of conversations, newest first, and where the next (older) page starts."""
+
+    items: list[Conversation]
+    """With their history, newest first."""
+    next_cursor: str | None
+    """Opaque; None when there is no older conversation."""
 
 
 class ConversationStore(ABC):
@@ -59,6 +69,32 @@ class ConversationStore(ABC):
         chat: str | None = None,
     ) -> list[Conversation]:
         """Conversations matching every given filter, oldest first, with their history."""
+
+    @abstractmethod
+    async def page(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        chat: str | None = None,
+        bot: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> ConversationPage:
+        """Up to `limit` (1-500) conversations matching every given filter, newest first.
+
+        Order is `(created_at, request_id)` descending. `chat` is the lane key in
+        `Conversation.chat`; `bot` matches `from_`, `to` or `original_from`, ignoring case.
+        `cursor` is a previous page's `next_cursor`: the page goes on after that page's last
+        conversation, so conversations created since never repeat or hide older ones. A
+        malformed cursor or a limit out of range is a ValueError (`bridge.store.paging`
+        checks both). Implementations walk an index in order and read the histories of the
+        page's conversations only, never every conversation.
+        """
+
+    @abstractmethod
+    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
+        """How many conversations there are per status, under the same filters as `page`
+        (statuses with none may be left out)."""
 
     @abstractmethod
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
@@ -87,6 +123,7 @@ class Store(ABC):
     streams: StreamStore
     leases: LeaseStore
     message_map: MessageMapStore
+    pauses: PauseStore
 
     @abstractmethod
     async def close(self) -> None:

@@ -70,6 +70,18 @@ class Released:
     not_kept: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class HeldLane:
+    """A lane paused right now, as the operator's dashboard shows it."""
+
+    lane: str
+    """The lane key."""
+    held: int
+    """Outputs kept (what a release would post)."""
+    held_over: int
+    """Held but not kept (only counted)."""
+
+
 class LoopGuardStore(ABC):
     @abstractmethod
     async def bot_spoke(
@@ -118,3 +130,8 @@ class LoopGuardStore(ABC):
     async def human_spoke(self, lane: str) -> Released | None:
         """A human wrote: reset the lane, and if it was paused move what it held into the
         outbox in one transaction (None when the lane was not paused)."""
+
+    @abstractmethod
+    async def held_lanes(self) -> list[HeldLane]:
+        """Every lane paused right now, sorted by lane, with what it holds; read from an
+        index of paused lanes, never by reading every lane's state."""

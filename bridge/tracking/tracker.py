@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import logging
-from collections.abc import AsyncIterator, Collection, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import partial
 
@@ -38,12 +38,23 @@ def utc_now(now: datetime | None = None) -> datetime:
     return now.astimezone(UTC)
 
 
+OnChange = Callable[[Conversation], None]
+"""Told of every conversation an update changed (synchronously; it must not block)."""
+
+
 class Tracker:
     """Tracks protocol conversations: status, owner, depth, history and deadlines."""
 
-    def __init__(self, store: Store, timeouts: Mapping[str, timedelta] | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        timeouts: Mapping[str, timedelta] | None = None,
+        on_change: OnChange | None = None,
+    ) -> None:
         self._conversations = store.conversations
         self.timeouts = resolve_timeouts(timeouts)
+        self.on_change = on_change
+        """A watcher (the relay's event bus): changes are told, never waited on."""
 
     async def track(
         self, message: TrackedMessage, now: datetime | None = None, chat: str | None = None
@@ -61,6 +72,8 @@ class Tracker:
         assert updated.conversation is not None  # on_message always yields a record
         if not updated.changed:
             log.debug("already tracked: %s %s", message.type, message.request_id)
+        elif self.on_change is not None:
+            self.on_change(updated.conversation)
         return updated.conversation
 
     async def answer(
@@ -158,6 +171,8 @@ class Tracker:
                 updated = await self._conversations.update(request_id, deadline_passed)
                 if updated.changed and updated.conversation is not None:
                     closed.append(updated.conversation)
+                    if self.on_change is not None:
+                        self.on_change(updated.conversation)
                 else:
                     unclosed += 1
             if closed:
@@ -176,4 +191,6 @@ class Tracker:
         updated = await self._conversations.update(request_id, change)
         if updated.conversation is None:
             raise UnknownConversation(request_id)
+        if updated.changed and self.on_change is not None:
+            self.on_change(updated.conversation)
         return updated.conversation

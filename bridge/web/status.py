@@ -69,5 +69,5 @@ class BridgeStatus:
         store = relay.ctx.store
         metrics.outbox_depth.set(len(await store.outbox.pending(limit=DEPTH_CAP)))
         metrics.spool_depth.set(await store.spool.count())
-        open_ = await relay.tracker.list(status=("open", "clarifying"))
-        metrics.conversations_open.set(len(open_))
+        counts = await store.conversations.counts()
+        metrics.conversations_open.set(counts.get("open", 0) + counts.get("clarifying", 0))

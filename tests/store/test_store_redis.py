@@ -296,6 +296,8 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await conversations.update("open-1", lambda _: record("open-1"))
     await conversations.update("done-1", lambda _: record("done-1", status="done", deadline=None))
     await conversations.find(statuses={"open"}, chat="discord:123")
+    await conversations.page(statuses={"open"}, bot="lotbot", limit=1)
+    await conversations.counts(chat="discord:123", bot="Lotbot")
     await conversations.due(T0 + timedelta(hours=1))
     await conversations.remove_finished(T0 + timedelta(days=1))
     await store.seen.add("seen-1", T0)
@@ -314,6 +316,11 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await pause(store, lane)
     await store.loop_guard.hold(lane, output("held"), keep=1, once="evt-2", now=T0)
     await store.loop_guard.hold(lane, output("over"), keep=1, once=None, now=T0)
+    await store.loop_guard.held_lanes()
+    await store.pauses.pause("webchat:main|room-1|", "ada", T0)
+    await store.pauses.pause("webchat:main|room-2|", "ada", T0)
+    await store.pauses.resume("webchat:main|room-2|")
+    await store.pauses.all()
     await store.streams.append("run-1", 1, "Hel", T0)
     await store.streams.append("run-2", 1, "gone", T0)
     await store.streams.take("run-2")
@@ -327,8 +334,8 @@ async def exercise(store: Store, lane: str = LANE) -> None:
 
 
 DOCUMENTED_FAMILIES = {
-    "conv", "convs", "seen", "map", "outbox", "spool", "guard", "held", "run", "runs",
-    "lease", "lease-token",
+    "conv", "convs", "seen", "map", "outbox", "spool", "guard", "guards", "held", "run",
+    "runs", "lease", "lease-token", "pauses",
 }  # fmt: skip
 """Every key family docs/tracking.md lists."""
 
@@ -382,7 +389,8 @@ async def test_keys_that_can_be_abandoned_expire_and_state_does_not(
     # Kept on purpose: fencing tokens must only grow, and state the bridge still needs
     # is removed by its own operation (remove_finished, complete, prune), not by age.
     for kept in (keys.lease_token("sweep"), keys.conversation("open-1"), keys.seen,
-                 keys.created, keys.deadlines, keys.queue("outbox").order):
+                 keys.created, keys.deadlines, keys.queue("outbox").order, keys.pauses,
+                 keys.paused_lanes, keys.count()):
         assert await ttl(kept) == -1, kept
 
 

@@ -130,7 +130,7 @@ async def test_due_cleanup_and_chat_listing_use_their_indexes(tmp_path: Path) ->
         assert "conversations_finished" in plan, plan
         chat_sql = next(s for s in statements if s.startswith("SELECT") and "chat =" in s)
         plan = query_plan(store._db, chat_sql, ())
-        assert "USING INDEX conversations_chat" in plan, plan
+        assert "USING INDEX conversations_chat_status_created" in plan, plan
 
 
 async def test_history_rows_live_in_their_own_table(tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from bridge.store.base import Store
 from bridge.store.memory.conversations import MemoryConversationStore
+from bridge.store.memory.pauses import MemoryPauseStore
 from bridge.store.memory.relay import (
     MemoryLeaseStore,
     MemoryLoopGuardStore,
@@ -27,6 +28,7 @@ class MemoryStore(Store):
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.streams = MemoryStreamStore()
         self.leases = MemoryLeaseStore()
+        self.pauses = MemoryPauseStore()
 
     async def close(self) -> None:
         """Nothing to release; kept so callers treat every store alike."""

@@ -3,21 +3,27 @@
 Every operation runs without awaiting in the middle, so on one event loop each `update` is
 atomic by construction and no lock is needed. Deadlines sit in a heap with lazy deletion: a
 superseded entry stays in the heap until it reaches the top, and the heap is rebuilt when
-stale entries outnumber live ones.
+stale entries outnumber live ones. For `page`, every conversation's place in the order
+`(created_at, request_id)` sits in a sorted list: a page bisects to its cursor and walks back
+from there, so paging through everything costs each conversation once, not once per page.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
+from collections import Counter
 from collections.abc import Collection
 from datetime import datetime
 
 from bridge.store.base import (
     ConversationChange,
+    ConversationPage,
     ConversationStore,
     Updated,
     check_replacement,
 )
+from bridge.store.paging import Place, encode_cursor, page_query, place, positive
 from bridge.store.records import Conversation
 
 # Rebuild the heap once it holds this many more entries than twice the live deadlines.
@@ -25,13 +31,15 @@ _COMPACT_SLACK = 1024
 
 
 class MemoryConversationStore(ConversationStore):
-    """Conversations in a dict, deadlines in a heap of `(deadline, request_id)`."""
+    """Conversations in a dict, deadlines in a heap of `(deadline, request_id)`, places in
+    a sorted list."""
 
-    __slots__ = ("_by_id", "_deadlines")
+    __slots__ = ("_by_id", "_deadlines", "_places")
 
     def __init__(self) -> None:
         self._by_id: dict[str, Conversation] = {}
         self._deadlines: list[tuple[datetime, str]] = []
+        self._places: list[Place] = []
 
     async def get(self, request_id: str) -> Conversation | None:
         return self._by_id.get(request_id)
@@ -43,6 +51,10 @@ class MemoryConversationStore(ConversationStore):
             return Updated(current, False)
         check_replacement(request_id, current, new)
         self._by_id[request_id] = new
+        if current is None or current.created_at != new.created_at:
+            if current is not None:
+                del self._places[bisect.bisect_left(self._places, place(current))]
+            bisect.insort(self._places, place(new))
         if new.deadline is not None and (current is None or current.deadline != new.deadline):
             heapq.heappush(self._deadlines, (new.deadline, request_id))
             self._compact_if_stale()
@@ -66,6 +78,35 @@ class MemoryConversationStore(ConversationStore):
         ]
         found.sort(key=lambda conversation: conversation.created_at)
         return found
+
+    async def page(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        chat: str | None = None,
+        bot: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> ConversationPage:
+        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
+        if query.nothing:
+            return ConversationPage([], None)
+        places = self._places
+        index = len(places) if query.after is None else bisect.bisect_left(places, query.after)
+        found: list[Conversation] = []
+        while index > 0 and len(found) <= query.limit:  # one more: is there an older page?
+            index -= 1
+            conversation = self._by_id[places[index][1]]
+            if query.matches(conversation):
+                found.append(conversation)
+        if len(found) <= query.limit:
+            return ConversationPage(found, None)
+        items = found[: query.limit]
+        return ConversationPage(items, encode_cursor(place(items[-1])))
+
+    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
+        query = page_query(chat=chat, bot=bot)
+        return positive(Counter(c.status for c in self._by_id.values() if query.matches(c)))
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
         # Pop due entries until `limit` live ones are found, drop the stale ones for good
@@ -94,6 +135,8 @@ class MemoryConversationStore(ConversationStore):
         ]
         for request_id in doomed:
             del self._by_id[request_id]
+        if doomed:
+            self._places = [at for at in self._places if at[1] in self._by_id]
         return len(doomed)
 
     def _compact_if_stale(self) -> None:

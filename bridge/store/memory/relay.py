@@ -9,6 +9,7 @@ from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import (
+    HeldLane,
     LaneGuard,
     LoopGuardStore,
     Posted,
@@ -206,6 +207,15 @@ class MemoryLoopGuardStore(LoopGuardStore):
         for item in held:
             await self._outbox.append(item)
         return Released(held, state.held_over)
+
+    async def held_lanes(self) -> list[HeldLane]:
+        # Every lane the guard counts in: as many as lanes with recent bot messages, which a
+        # memory store (tests, one-off runs) keeps few of.
+        return [
+            HeldLane(lane, len(self._held.get(lane, ())), state.held_over)
+            for lane, state in sorted(self._lanes.items())
+            if state.paused
+        ]
 
 
 class MemoryStreamStore(StreamStore):

@@ -2,35 +2,49 @@
 
 One key per conversation means one atomic read (LRANGE) of the record with its history, one
 key to WATCH, and an update that only rewrites the record (LSET 0) and appends the new
-entries (RPUSH). The indexes are written in the same MULTI as the record, so they never
-disagree with it: a deadline zset for `due`, a finished-by-updated_at zset for
-`remove_finished`, a created_at zset of every conversation, and one set of ids per value of
-status, from, to and chat for `find`. Big sets are read in bounded chunks (SSCAN, ZSCAN,
-paged ZRANGE), so no command holds the server long however many conversations there are.
+entries (RPUSH). The indexes (`indexes.py`) are written in the same MULTI as the record, so
+they never disagree with it. Big indexes are read in bounded chunks (ZSCAN, paged ZRANGE),
+so no command holds the server long however many conversations there are.
+
+`page` walks the smallest index that holds every match (by ZCARD: the union of the wanted
+statuses' zsets, the chat's or the bot's zset, else `created`) backwards from its cursor
+(`listing.py`), checks the other filters on the records (LINDEX 0: the record without its
+history) and reads the histories of the page's conversations only. Its cost is the members
+walked until the page is full: `limit + 1` with one filter or none, more when the others
+reject members (at worst the smallest index). `counts` is one HGETALL of a count hash.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Collection, Iterable
+from contextlib import aclosing
 from datetime import datetime
-from typing import Any
 
 from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
-from bridge.store.base import ConversationChange, ConversationStore, Updated, check_replacement
+from bridge.store.base import (
+    ConversationChange,
+    ConversationPage,
+    ConversationStore,
+    Updated,
+    check_replacement,
+)
 from bridge.store.micros import to_micros
+from bridge.store.paging import Place, encode_cursor, page_query, positive
 from bridge.store.records import Conversation
 from bridge.store.redis.codec import decode_conversation, encode_entry, encode_record
+from bridge.store.redis.concern import RedisConcern
+from bridge.store.redis.indexes import reindex
 from bridge.store.redis.keys import Keys
+from bridge.store.redis.listing import newest_first
 from bridge.store.redis.optimistic import Plan, Turns, optimistic
+from bridge.store.redis.scripts import Scripts
 
-# Members read per SSCAN/ZSCAN/ZRANGE call, and conversations fetched per pipeline.
+# Members read per ZSCAN/ZRANGE call, and conversations fetched per pipeline.
 CHUNK = 500
 # Finished conversations deleted per transaction by `remove_finished` (each one is watched).
 REMOVE_BATCH = 100
-
-_INDEXED = ("status", "from", "to", "chat")
 
 
 def _indexed(conversation: Conversation) -> dict[str, str | None]:
@@ -40,12 +54,11 @@ def _indexed(conversation: Conversation) -> dict[str, str | None]:
     }  # fmt: skip
 
 
-class RedisConversationStore(ConversationStore):
-    __slots__ = ("_keys", "_redis", "_turns")
+class RedisConversationStore(RedisConcern, ConversationStore):
+    __slots__ = ("_turns",)
 
-    def __init__(self, redis: Redis, keys: Keys) -> None:
-        self._redis = redis
-        self._keys = keys
+    def __init__(self, redis: Redis, scripts: Scripts, keys: Keys) -> None:
+        super().__init__(redis, scripts, keys)
         self._turns = Turns()
 
     async def get(self, request_id: str) -> Conversation | None:
@@ -63,13 +76,15 @@ class RedisConversationStore(ConversationStore):
             check_replacement(request_id, current, new)
 
             async def write(pipe: Pipeline) -> None:
-                self._write(pipe, current, new)
+                await self._write(pipe, current, new)
 
             return Plan(write, lambda _: Updated(new, True))
 
         return await optimistic(self._redis, [key], attempt, self._turns)
 
-    def _write(self, pipe: Pipeline, current: Conversation | None, new: Conversation) -> None:
+    async def _write(
+        self, pipe: Pipeline, current: Conversation | None, new: Conversation
+    ) -> None:
         key = self._keys.conversation(new.request_id)
         start = len(current.history) if current is not None else 0
         added = [encode_entry(entry) for entry in new.history[start:]]
@@ -79,38 +94,7 @@ class RedisConversationStore(ConversationStore):
             pipe.lset(key, 0, encode_record(new))
             if added:
                 pipe.rpush(key, *added)
-        self._reindex(pipe, new.request_id, current, new)
-
-    def _reindex(
-        self, pipe: Pipeline, request_id: str, old: Conversation | None, new: Conversation | None
-    ) -> None:
-        """Queue the index writes that take the indexes from `old` to `new` (None: absent)."""
-        keys = self._keys
-        before = _indexed(old) if old is not None else {}
-        after = _indexed(new) if new is not None else {}
-        for field in _INDEXED:
-            was, now = before.get(field), after.get(field)
-            if was == now:
-                continue
-            if was is not None:
-                pipe.srem(keys.by_field(field, was), request_id)
-            if now is not None:
-                pipe.sadd(keys.by_field(field, now), request_id)
-        if new is None:
-            pipe.zrem(keys.created, request_id)
-            pipe.zrem(keys.deadlines, request_id)
-            pipe.zrem(keys.finished, request_id)
-            return
-        if old is None or old.created_at != new.created_at:
-            pipe.zadd(keys.created, {request_id: to_micros(new.created_at)})
-        if new.deadline is not None:
-            pipe.zadd(keys.deadlines, {request_id: to_micros(new.deadline)})
-            if old is not None and old.deadline is None:
-                pipe.zrem(keys.finished, request_id)
-        else:
-            pipe.zadd(keys.finished, {request_id: to_micros(new.updated_at)})
-            if old is not None and old.deadline is not None:
-                pipe.zrem(keys.deadlines, request_id)
+        await reindex(pipe, self._keys, self._scripts, new.request_id, current, new)
 
     async def find(
         self,
@@ -149,23 +133,17 @@ class RedisConversationStore(ConversationStore):
         async with self._redis.pipeline(transaction=False) as pipe:
             for option in options:
                 for key in option:
-                    pipe.scard(key)
+                    pipe.zcard(key)
             sizes = iter(await pipe.execute())
         totals = [sum(next(sizes) for _ in option) for option in options]
         return options[totals.index(min(totals))]
 
     async def _chunks(self, keys: Iterable[str]) -> AsyncIterator[list[str]]:
-        """Members of the given sets (or the created zset), CHUNK at a time, each once."""
+        """Members of the given index zsets, CHUNK at a time, each once."""
         given: set[str] = set()
         chunk: list[str] = []
         for key in keys:
-            members: AsyncIterator[Any] = (
-                self._redis.zscan_iter(key, count=CHUNK)
-                if key == self._keys.created
-                else self._redis.sscan_iter(key, count=CHUNK)
-            )
-            async for member in members:
-                request_id = member[0] if isinstance(member, tuple) else member
+            async for request_id, _ in self._redis.zscan_iter(key, count=CHUNK):
                 if request_id in given:
                     continue
                 given.add(request_id)
@@ -181,6 +159,62 @@ class RedisConversationStore(ConversationStore):
             for request_id in request_ids:
                 pipe.lrange(self._keys.conversation(request_id), 0, -1)
             return [decode_conversation(elements) for elements in await pipe.execute()]
+
+    async def _records(self, request_ids: list[str]) -> list[Conversation | None]:
+        """The records without their history (the first element of each list)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for request_id in request_ids:
+                pipe.lindex(self._keys.conversation(request_id), 0)
+            replies = await pipe.execute()
+        return [decode_conversation([text]) if text is not None else None for text in replies]
+
+    async def page(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        chat: str | None = None,
+        bot: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> ConversationPage:
+        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
+        if query.nothing:
+            return ConversationPage([], None)
+        wanted: dict[str, Collection[str]] = {}
+        for field, values in (
+            ("status", query.statuses),
+            ("chat", None if query.chat is None else {query.chat}),
+            ("bot", None if query.bot is None else {query.bot}),
+        ):
+            if values is not None:
+                wanted[field] = values
+        walked = await self._candidates(wanted)
+        needed = query.limit + 1  # one more: is there an older page?
+        matched: list[Place] = []
+        given: set[str] = set()
+        steps = newest_first(self._redis, walked, query.after, needed, CHUNK)
+        async with aclosing(steps):
+            async for step in steps:
+                fresh = [at for at in step if at[1] not in given]  # moved between two keys
+                given.update(request_id for _, request_id in fresh)
+                if len(wanted) > 1:  # the walked index checked one filter, the records the rest
+                    records = await self._records([request_id for _, request_id in fresh])
+                    fresh = [at for at, record in zip(fresh, records, strict=True)
+                             if record is not None and query.matches(record)]  # fmt: skip
+                matched += fresh
+                if len(matched) >= needed:
+                    break
+        shown = matched[: query.limit]
+        loaded = await self._load([request_id for _, request_id in shown])
+        # Checked again: a conversation may have changed since its index entry was read.
+        items = [c for c in loaded if c is not None and query.matches(c)]
+        more = len(matched) > query.limit
+        return ConversationPage(items, encode_cursor(shown[-1]) if more else None)
+
+    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
+        query = page_query(chat=chat, bot=bot)
+        counted = await self._redis.hgetall(self._keys.count(chat=query.chat, bot=query.bot))
+        return positive({status: int(count) for status, count in counted.items()})
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
         cut = to_micros(now)
@@ -233,7 +267,9 @@ class RedisConversationStore(ConversationStore):
             async def write(pipe: Pipeline) -> None:
                 for conversation in doomed:
                     pipe.delete(self._keys.conversation(conversation.request_id))
-                    self._reindex(pipe, conversation.request_id, conversation, None)
+                    await reindex(
+                        pipe, self._keys, self._scripts, conversation.request_id, conversation, None
+                    )
                 if orphans:
                     pipe.zrem(self._keys.finished, *orphans)
 

@@ -47,8 +47,19 @@ class Keys:
         return self._key("convs", "finished")
 
     def by_field(self, field: str, value: str) -> str:
-        """set of request ids whose `field` (status, from, to, chat) has `value`."""
-        return self._key("convs", field, value)
+        """zset of request ids whose `field` (status, from, to, chat; bot: any of from, to
+        or original_from, casefolded) has `value`, by created_at (µs): `find`, `page`."""
+        return self._key("convs", f"by-{field}", value)
+
+    def count(self, chat: str | None = None, bot: str | None = None) -> str:
+        """hash status -> how many conversations (of the chat, of the folded bot, of both)."""
+        if bot is None:
+            if chat is None:
+                return self._key("convs", "count")
+            return self._key("convs", "count-chat", chat)
+        if chat is None:
+            return self._key("convs", "count-bot", bot)
+        return self._key("convs", "count-pair", f"{len(chat)}:{chat}:{bot}")  # unambiguous
 
     # Relay.
     @property
@@ -79,6 +90,18 @@ class Keys:
     def held(self, lane: str) -> str:
         """list of held outbox items (JSON). TTL'd."""
         return self._key("held", lane)
+
+    @property
+    def paused_lanes(self) -> str:
+        """set of the lanes whose guard says paused (a member whose guard expired is stale
+        until `held_lanes` drops it)."""
+        return self._key("guards", "paused")
+
+    # Pauses.
+    @property
+    def pauses(self) -> str:
+        """hash binding key -> JSON {by, at (µs)}: the bindings an operator paused."""
+        return self._key("pauses")
 
     # Streams.
     def run(self, run_id: str) -> str:

@@ -6,6 +6,11 @@ claim, the keep-or-count decision and the write are one step. `human_spoke` WATC
 reads what was held, and in one MULTI deletes the lane's state and queues each held item in
 the outbox through the same ENQUEUE script `append` uses, so ids keep increasing in queue
 order; a hold that lands in between makes EXEC fail and the release is decided again.
+
+The lanes paused right now are also members of one set (`Keys.paused_lanes`), added in the
+MULTI that pauses a lane and removed in the one that releases it, so `held_lanes` reads a
+few lanes instead of scanning every guard key. A paused lane nobody spoke in for the guard's
+TTL expires by itself and leaves a stale member; `held_lanes` drops it (FORGET_UNPAUSED).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import Pipeline
 
 from bridge.store.loop_guard import (
+    HeldLane,
     LaneGuard,
     LoopGuardStore,
     Posted,
@@ -65,6 +71,8 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
             async def write(pipe: Pipeline) -> None:
                 pipe.hset(key, mapping=encode_guard(state))
                 pipe.pexpire(key, state_ttl_ms(state, window))
+                if state.paused:
+                    pipe.sadd(self._keys.paused_lanes, lane)
 
             return Plan(write, lambda _: verdict)
 
@@ -121,6 +129,8 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
                         args=[once or "", seen_at, keep, encode_item(item), HELD_TTL_MS],
                         client=pipe,
                     )
+                if counted and state.paused:  # last: the replies above keep their places
+                    pipe.sadd(self._keys.paused_lanes, lane)
 
             def outcome(replies: list[Any]) -> tuple[Posted, int | None]:
                 queued = replies[2 if counted else 0]
@@ -147,6 +157,7 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
 
             async def write(pipe: Pipeline) -> None:
                 pipe.delete(state_key, held_key)
+                pipe.srem(self._keys.paused_lanes, lane)
                 if state.paused:
                     for item in held:
                         await self._outbox.append(
@@ -157,10 +168,30 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
             def released(replies: list[object]) -> Released | None:
                 if not state.paused:
                     return None
-                for item, item_id in zip(held, replies[1:], strict=True):
+                for item, item_id in zip(held, replies[2:], strict=True):
                     item.id = int(item_id)  # type: ignore[call-overload]
                 return Released(held, state.held_over)
 
             return Plan(write, released)
 
         return await optimistic(self._redis, [state_key, held_key], attempt, self._turns)
+
+    async def held_lanes(self) -> list[HeldLane]:
+        lanes = sorted(await self._redis.smembers(self._keys.paused_lanes))
+        if not lanes:
+            return []
+        async with self._redis.pipeline(transaction=True) as pipe:  # one consistent view
+            for lane in lanes:
+                pipe.hgetall(self._keys.guard(lane))
+                pipe.llen(self._keys.held(lane))
+            replies = await pipe.execute()
+        found: list[HeldLane] = []
+        for lane, fields, held in zip(lanes, replies[::2], replies[1::2], strict=True):
+            state = decode_guard(fields)
+            if state.paused:
+                found.append(HeldLane(lane, int(held), state.held_over))
+            else:  # expired, or released since the set was read: forgotten unless paused again
+                await self._scripts.forget_unpaused(
+                    keys=[self._keys.paused_lanes, self._keys.guard(lane)], args=[lane]
+                )
+        return found

@@ -140,6 +140,24 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+COUNT = """
+-- KEYS: count hashes (status -> n). ARGV: a status, 1 or -1.
+-- Counts the status up or down in each; a count down to 0 leaves its hash (an empty hash
+-- vanishes), so counts of chats and bots that have no conversations left take no memory.
+for _, key in ipairs(KEYS) do
+  if redis.call('HINCRBY', key, ARGV[1], ARGV[2]) <= 0 then redis.call('HDEL', key, ARGV[1]) end
+end
+return #KEYS
+"""
+
+FORGET_UNPAUSED = """
+-- KEYS: the set of paused lanes, one lane's guard hash. ARGV: the lane.
+-- Drops the lane from the set unless its guard says paused (it expired, or a human spoke):
+-- checked and removed in one step, so a lane that pauses again meanwhile stays listed.
+if redis.call('HGET', KEYS[2], 'paused') == '1' then return 0 end
+return redis.call('SREM', KEYS[1], ARGV[1])
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Scripts:
@@ -154,6 +172,8 @@ class Scripts:
     release: AsyncScript
     dequeue: AsyncScript
     take_over: AsyncScript
+    count: AsyncScript
+    forget_unpaused: AsyncScript
 
     @classmethod
     def register(cls, redis: Redis) -> Scripts:
@@ -167,4 +187,6 @@ class Scripts:
             release=redis.register_script(RELEASE),
             dequeue=redis.register_script(DEQUEUE),
             take_over=redis.register_script(TAKE_OVER),
+            count=redis.register_script(COUNT),
+            forget_unpaused=redis.register_script(FORGET_UNPAUSED),
         )

@@ -16,6 +16,7 @@ from bridge.store.redis.conversations import RedisConversationStore
 from bridge.store.redis.keys import Keys
 from bridge.store.redis.leases import RedisLeaseStore
 from bridge.store.redis.loop_guard import RedisLoopGuardStore
+from bridge.store.redis.pauses import RedisPauseStore
 from bridge.store.redis.relay import (
     RedisMessageMapStore,
     RedisOutboxStore,
@@ -41,7 +42,7 @@ class RedisStore(Store):
         self.redis = redis
         self.keys = keys = Keys(prefix)
         scripts = Scripts.register(redis)
-        self.conversations = RedisConversationStore(redis, keys)
+        self.conversations = RedisConversationStore(redis, scripts, keys)
         self.seen = RedisSeenStore(redis, scripts, keys)
         outbox = RedisOutboxStore(redis, scripts, keys)
         self.outbox = outbox
@@ -50,6 +51,7 @@ class RedisStore(Store):
         self.streams = RedisStreamStore(redis, scripts, keys)
         self.leases = RedisLeaseStore(redis, scripts, keys)
         self.message_map = RedisMessageMapStore(redis, scripts, keys)
+        self.pauses = RedisPauseStore(redis, scripts, keys)
 
     async def close(self) -> None:
         await self.redis.aclose()

@@ -7,6 +7,7 @@ from bridge.store.sqlite.checkpoint import Checkpointer
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
+from bridge.store.sqlite.pauses import SqlitePauseStore
 from bridge.store.sqlite.relay import (
     SqliteLeaseStore,
     SqliteLoopGuardStore,
@@ -37,6 +38,7 @@ class SqliteStore(Store):
         self.streams = SqliteStreamStore(self._db)
         self.leases = SqliteLeaseStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
+        self.pauses = SqlitePauseStore(self._db)
         self._checkpointer: Checkpointer | None = None
         if path != IN_MEMORY:
             self._checkpointer = Checkpointer(path)

@@ -3,7 +3,9 @@
 An update reads the row and its history, applies the change and writes the row plus only the
 new history entries, all in one IMMEDIATE transaction; `due` and `remove_finished` are range
 queries on partial indexes (see migration 1), so their cost follows the number of rows they
-return, not the number stored.
+return, not the number stored. `page` reads one index range backwards from its cursor and the
+history of the page's conversations only (`listing.py` says which index); the same
+transaction as the row keeps a conversation's folded bot names in `conversation_bots`.
 
 Recently read or written conversations are kept with the row's `revision` token; when the row
 still carries that token, its history is reused instead of re-read, which keeps a busy
@@ -19,10 +21,18 @@ from collections.abc import Collection, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from bridge.store.base import ConversationChange, ConversationStore, Updated, check_replacement
+from bridge.store.base import (
+    ConversationChange,
+    ConversationPage,
+    ConversationStore,
+    Updated,
+    check_replacement,
+)
 from bridge.store.micros import from_micros, to_micros
+from bridge.store.paging import encode_cursor, page_query, place, positive
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.sqlite.connection import write_transaction
+from bridge.store.sqlite.listing import DELETE_BOT, INSERT_BOT, bot_rows, counts_sql, page_sql
 
 # How many conversations to keep for reuse; about 1 KB each.
 RECENT_LIMIT = 2048
@@ -72,6 +82,7 @@ class SqliteConversationStore(ConversationStore):
             check_replacement(request_id, current, new)
             revision = secrets.randbits(63)
             self._db.execute(_UPSERT, (*_row(new), revision))
+            self._rebot(current, new)
             first_new = len(current.history) if current else 0
             self._db.executemany(
                 _INSERT_HISTORY,
@@ -102,10 +113,13 @@ class SqliteConversationStore(ConversationStore):
                 clauses.append(f"{column} = ?")
                 params.append(value)
         where = f"WHERE {' AND '.join(clauses)}" if clauses else ""
-        rows = self._db.execute(
-            f"SELECT {_COLUMNS} FROM conversations {where} ORDER BY created_at, request_id",
-            params,
-        ).fetchall()
+        # Sorted here, not by ORDER BY: `find` reads every match anyway, and an ORDER BY
+        # would lure the planner to an index in that order (a chat's every conversation)
+        # instead of the one its filters narrow most (a chat's open ones).
+        rows = sorted(
+            self._db.execute(f"SELECT {_COLUMNS} FROM conversations {where}", params),
+            key=lambda row: (row[10], row[0]),  # created_at, request_id
+        )
         histories: dict[str, list[HistoryEntry]] = {}
         for history_row in self._db.execute(
             f"SELECT {_HISTORY_COLUMNS} FROM conversation_history WHERE request_id IN"
@@ -114,6 +128,49 @@ class SqliteConversationStore(ConversationStore):
         ):
             histories.setdefault(history_row[0], []).append(_entry(history_row))
         return [_conversation(row, histories.get(row[0], ())) for row in rows]
+
+    async def page(
+        self,
+        *,
+        statuses: Collection[str] | None = None,
+        chat: str | None = None,
+        bot: str | None = None,
+        cursor: str | None = None,
+        limit: int = 50,
+    ) -> ConversationPage:
+        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
+        if query.nothing:
+            return ConversationPage([], None)
+        rows = self._db.execute(*page_sql(_COLUMNS, query)).fetchall()
+        shown = rows[: query.limit]
+        histories = self._histories([row[0] for row in shown])
+        items = [_conversation(row, histories.get(row[0], ())) for row in shown]
+        more = len(rows) > query.limit
+        return ConversationPage(items, encode_cursor(place(items[-1])) if more else None)
+
+    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
+        rows = self._db.execute(*counts_sql(page_query(chat=chat, bot=bot)))
+        return positive({status: int(count) for status, count in rows})
+
+    def _histories(self, request_ids: list[str]) -> dict[str, list[HistoryEntry]]:
+        histories: dict[str, list[HistoryEntry]] = {}
+        if not request_ids:
+            return histories
+        for history_row in self._db.execute(
+            f"SELECT {_HISTORY_COLUMNS} FROM conversation_history WHERE request_id IN"
+            f" ({', '.join('?' * len(request_ids))}) ORDER BY request_id, seq",
+            request_ids,
+        ):
+            histories.setdefault(history_row[0], []).append(_entry(history_row))
+        return histories
+
+    def _rebot(self, current: Conversation | None, new: Conversation) -> None:
+        """Keep `conversation_bots` in step with the row (inside the caller's transaction)."""
+        old = [] if current is None else _bot_rows(current)
+        rows = _bot_rows(new)
+        if old != rows:
+            self._db.executemany(DELETE_BOT, old)
+            self._db.executemany(INSERT_BOT, rows)
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
         rows = self._db.execute(
@@ -127,6 +184,16 @@ class SqliteConversationStore(ConversationStore):
         cutoff = to_micros(updated_before)
         finished = "SELECT request_id FROM conversations WHERE deadline IS NULL AND updated_at < ?"
         with write_transaction(self._db):
+            doomed = self._db.execute(
+                "SELECT request_id, created_at, from_name, to_name, original_from"
+                " FROM conversations WHERE deadline IS NULL AND updated_at < ?",
+                (cutoff,),
+            ).fetchall()
+            self._db.executemany(
+                DELETE_BOT,
+                (row for request_id, created_at, *names in doomed
+                 for row in bot_rows(request_id, created_at, names)),
+            )  # fmt: skip
             self._db.execute(
                 f"DELETE FROM conversation_history WHERE request_id IN ({finished})", (cutoff,)
             )
@@ -161,6 +228,14 @@ class SqliteConversationStore(ConversationStore):
         recent[request_id] = (revision, conversation)
         if len(recent) > RECENT_LIMIT:
             del recent[next(iter(recent))]
+
+def _bot_rows(conversation: Conversation) -> list[tuple[str, int, str]]:
+    return bot_rows(
+        conversation.request_id,
+        to_micros(conversation.created_at),
+        (conversation.from_, conversation.to, conversation.original_from),
+    )
+
 
 def _row(conversation: Conversation) -> tuple[object, ...]:
     depth_current, depth_max = conversation.depth or (None, None)

@@ -8,9 +8,11 @@ because existing databases have already run it.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from bridge.store.sqlite.connection import write_transaction
+from bridge.store.sqlite.listing import INSERT_BOT, bot_rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -18,6 +20,21 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    fill: Callable[[sqlite3.Connection], None] | None = None
+    """Runs after the statements, in the same transaction: for rows SQL alone cannot derive
+    (a value Python computes, such as a casefolded name)."""
+
+
+def fill_conversation_bots(db: sqlite3.Connection) -> None:
+    """Index the conversations stored before migration 9 by their bots' folded names."""
+    rows = db.execute(
+        "SELECT request_id, created_at, from_name, to_name, original_from FROM conversations"
+    ).fetchall()
+    db.executemany(
+        INSERT_BOT,
+        (row for request_id, created_at, *names in rows
+         for row in bot_rows(request_id, created_at, names)),
+    )  # fmt: skip
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -153,6 +170,46 @@ MIGRATIONS: tuple[Migration, ...] = (
             " message_id TEXT NOT NULL, PRIMARY KEY (item_id, idx)) WITHOUT ROWID",
         ),
     ),
+    Migration(
+        9,
+        "the dashboard: conversations newest first by status, chat or bot, and paused lanes",
+        (
+            # Each ends in (created_at, request_id), the page order, so a page is one range
+            # read backwards from its cursor and stops at LIMIT, whatever else is stored.
+            "CREATE INDEX conversations_created ON conversations (created_at, request_id)",
+            "CREATE INDEX conversations_status_created"
+            " ON conversations (status, created_at, request_id)",
+            "CREATE INDEX conversations_chat_created"
+            " ON conversations (chat, created_at, request_id)",
+            # Replaces (chat, status): the relay's lookup of a chat's open requests reads the
+            # same prefix, and a chat's page under a status filter reads it in order.
+            "DROP INDEX conversations_chat",
+            "CREATE INDEX conversations_chat_status_created"
+            " ON conversations (chat, status, created_at, request_id)",
+            # The `bot` filter: one row per distinct casefolded name among from/to/original
+            # from (folded in Python, as the hub folds names; SQL's lower() is ASCII only).
+            """
+            CREATE TABLE conversation_bots (
+                bot        TEXT NOT NULL,
+                created_at INTEGER NOT NULL,
+                request_id TEXT NOT NULL,
+                PRIMARY KEY (bot, created_at, request_id)
+            ) WITHOUT ROWID
+            """,
+            # The lanes paused right now (few) without reading every lane's state.
+            "CREATE INDEX loop_guard_paused ON loop_guard (lane)"
+            " WHERE json_extract(state, '$.paused')",
+        ),
+        fill_conversation_bots,
+    ),
+    Migration(
+        10,
+        "bindings an operator paused, with who paused them and when",
+        (
+            "CREATE TABLE pauses (key TEXT PRIMARY KEY, by_name TEXT NOT NULL,"
+            " at INTEGER NOT NULL) WITHOUT ROWID",
+        ),
+    ),
 )
 
 
@@ -179,6 +236,8 @@ def migrate(db: sqlite3.Connection, migrations: tuple[Migration, ...] = MIGRATIO
                 continue
             for statement in migration.statements:
                 db.execute(statement)
+            if migration.fill is not None:
+                migration.fill(db)
             # user_version lives in the file header and is written inside the transaction.
             db.execute(f"PRAGMA user_version = {migration.version}")
     return schema_version(db)

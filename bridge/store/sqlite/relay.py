@@ -10,6 +10,7 @@ from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import (
+    HeldLane,
     LaneGuard,
     LoopGuardStore,
     Posted,
@@ -340,6 +341,18 @@ class SqliteLoopGuardStore(LoopGuardStore):
                 ))
             self._db.execute("DELETE FROM loop_held WHERE lane = ?", (lane,))
         return Released(items, state.held_over)
+
+    async def held_lanes(self) -> list[HeldLane]:
+        # The partial index `loop_guard_paused` (migration 9) holds the paused lanes only;
+        # the query repeats its WHERE so the planner reads that index, not every lane.
+        rows = self._db.execute(
+            "SELECT g.lane, g.state, (SELECT COUNT(*) FROM loop_held AS h WHERE h.lane = g.lane)"
+            " FROM loop_guard AS g WHERE json_extract(g.state, '$.paused') ORDER BY g.lane"
+        ).fetchall()
+        return [
+            HeldLane(lane, int(held), LaneGuard.from_json(json.loads(state)).held_over)
+            for lane, state, held in rows
+        ]
 
 
 class SqliteStreamStore(StreamStore):
