@@ -67,12 +67,14 @@ class MemorySocket:
         self._arrived.set()
 
     async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
-        async with asyncio.timeout(timeout):
-            while not self._inbox:
-                if self._ended:
-                    return _CLOSED
-                self._arrived.clear()
-                await self._arrived.wait()
+        if not self._inbox:
+            if timeout is None:  # the read loop's case: no timer per frame
+                await self._wait()
+            else:
+                async with asyncio.timeout(timeout):
+                    await self._wait()
+            if not self._inbox:
+                return _CLOSED
         message = self._inbox.popleft()
         if message.type is aiohttp.WSMsgType.TEXT:
             self._unread -= len(message.data)
@@ -82,6 +84,12 @@ class MemorySocket:
             self._closed = self._ended = True
             self._read.set()
         return message
+
+    async def _wait(self) -> None:
+        """Until something arrived, or nothing more will."""
+        while not self._inbox and not self._ended:
+            self._arrived.clear()
+            await self._arrived.wait()
 
     async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
         """Close both directions; False when this end was closed already."""
