@@ -86,6 +86,8 @@ class BridgeApp:
                 request_timeout=config.bcn.request_timeout,
                 connect_timeout=config.bcn.connect_timeout,
                 wait_for_link=config.bcn.wait_for_link,
+                # The embedded hub is in this process: its link needs no socket.
+                open_socket=self.hub.open_link if config.bcn.embedded else None,
             ),
             clock=self.clock,
             commands=config.commands,

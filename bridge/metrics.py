@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from datetime import datetime
+from typing import Any
 
 from aiohttp import web
 from prometheus_client import (
@@ -44,6 +45,7 @@ class BridgeMetrics:
 
     def __init__(self) -> None:
         self.registry = r = CollectorRegistry()
+        self._children: dict[tuple[int, tuple[str, ...]], Any] = {}
         self.sample: Sample | None = None
         """Set by the app: reads the link, adapters and store into the sampled gauges."""
         self.messages_in = Counter(
@@ -109,10 +111,20 @@ class BridgeMetrics:
             ["version", "instance"], registry=r,
         )
 
+    def _child(self, metric: Any, *labels: str) -> Any:
+        """`metric.labels(*labels)`, looked up once: prometheus_client takes a lock and
+        builds a key on every `labels()` call, and the hot path counts four things per
+        round trip with label values that hardly ever change. (Children are never removed.)"""
+        key = (id(metric), labels)
+        child = self._children.get(key)
+        if child is None:
+            child = self._children[key] = metric.labels(*labels)
+        return child
+
     # ------------------------------------------------------------------ what the core calls
     def accepted(self, channel: str) -> None:
         """A platform message went to the BCN (or to the spool, to go there later)."""
-        self.messages_in.labels(channel).inc()
+        self._child(self.messages_in, channel).inc()
 
     def drop(self, channel: str, direction: str, reason: str) -> None:
         self.dropped.labels(channel, direction, reason).inc()
@@ -121,17 +133,17 @@ class BridgeMetrics:
         self.held.labels(channel, reason).inc()
 
     def queued(self, channel: str, kind: str) -> None:
-        self.outputs_queued.labels(channel, kind).inc()
+        self._child(self.outputs_queued, channel, kind).inc()
 
     def posted(self, channel: str) -> None:
         """A new platform message is up (not counted again when it is edited)."""
-        self.messages_out.labels(channel).inc()
+        self._child(self.messages_out, channel).inc()
 
     def answered(self, channel: str, inbound_at: datetime | None, now: datetime) -> None:
         """A bot's final reply is on the platform; `inbound_at`: when its question arrived."""
         if inbound_at is not None:
             seconds = max(0.0, (now - inbound_at).total_seconds())
-            self.relay_seconds.labels(channel).observe(seconds)
+            self._child(self.relay_seconds, channel).observe(seconds)
 
     def retried(self, channel: str) -> None:
         self.outbox_retries.labels(channel).inc()

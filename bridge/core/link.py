@@ -19,6 +19,7 @@ import aiohttp
 
 from bridge.background import Background
 from bridge.bcn import BcnError, Connection, ConnectionClosed, ErrorCode, Event, Request
+from bridge.bcn.connection import WebSocketLike
 from bridge.core.binding import Binding
 from bridge.retry import Backoff
 
@@ -63,6 +64,9 @@ class LinkSettings:
     connect_timeout: float = 10.0
     wait_for_link: float = 120.0
     """How long a request waits for the link to come back before giving up."""
+    open_socket: Callable[[], Awaitable[WebSocketLike]] | None = None
+    """Opens the link's socket instead of a WebSocket to `url`: the embedded hub's
+    in-process socket (`Hub.open_link`). Everything above the socket is the same."""
 
 
 class LinkClient:
@@ -149,48 +153,59 @@ class LinkClient:
 
     async def _connect_once(self, url: str, backoff: Backoff) -> None:
         assert self._session is not None
+        if self.settings.open_socket is not None:
+            socket = await self.settings.open_socket()
+            try:
+                await self._serve(socket, backoff)
+            finally:
+                await socket.close()
+            return
         async with self._session.ws_connect(
             url, timeout=aiohttp.ClientWSTimeout(ws_close=5.0), heartbeat=None,
             max_msg_size=16 * 1024 * 1024,
         ) as ws:
-            conn = Connection(
-                ws, on_request=self._on_request, on_event=self._on_event, name="link",
-                request_timeout=self.settings.request_timeout,
+            await self._serve(ws, backoff)
+
+    async def _serve(self, ws: WebSocketLike, backoff: Backoff) -> None:
+        """Handshake on a fresh socket, then serve it until it closes."""
+        conn = Connection(
+            ws, on_request=self._on_request, on_event=self._on_event, name="link",
+            request_timeout=self.settings.request_timeout,
+        )
+        reader = asyncio.create_task(conn.run())
+        try:
+            payload = await conn.request(
+                "channel.connect",
+                {
+                    "token": self.settings.token,
+                    "protocol_version": PROTOCOL_VERSION,
+                    "link_name": self.settings.link_name,
+                    "bindings": [wire_binding(b) for b in self.bindings],
+                },
+                timeout=self.settings.connect_timeout,
             )
-            reader = asyncio.create_task(conn.run())
+            self._adopt_bindings(payload.get("bindings") or [])
+            self._conn = conn
+            self.connects += 1
+            backoff.reset()
+            log.info(
+                "BCN link up (%s, %d binding(s), %d pending deliveries)",
+                payload.get("link_id", "?"), len(self.bindings_by_id),
+                payload.get("pending_deliveries", 0),
+            )
+            self._ready.set()
+            if self.on_connected is not None:
+                self._background.spawn(self.on_connected())
+            heartbeat = asyncio.create_task(self._heartbeat(conn))
             try:
-                payload = await conn.request(
-                    "channel.connect",
-                    {
-                        "token": self.settings.token,
-                        "protocol_version": PROTOCOL_VERSION,
-                        "link_name": self.settings.link_name,
-                        "bindings": [wire_binding(b) for b in self.bindings],
-                    },
-                    timeout=self.settings.connect_timeout,
-                )
-                self._adopt_bindings(payload.get("bindings") or [])
-                self._conn = conn
-                self.connects += 1
-                backoff.reset()
-                log.info(
-                    "BCN link up (%s, %d binding(s), %d pending deliveries)",
-                    payload.get("link_id", "?"), len(self.bindings_by_id),
-                    payload.get("pending_deliveries", 0),
-                )
-                self._ready.set()
-                if self.on_connected is not None:
-                    self._background.spawn(self.on_connected())
-                heartbeat = asyncio.create_task(self._heartbeat(conn))
-                try:
-                    await reader
-                finally:
-                    heartbeat.cancel()
+                await reader
             finally:
-                self._ready.clear()
-                reader.cancel()
-                await asyncio.gather(reader, return_exceptions=True)
-                log.info("BCN link down")
+                heartbeat.cancel()
+        finally:
+            self._ready.clear()
+            reader.cancel()
+            await asyncio.gather(reader, return_exceptions=True)
+            log.info("BCN link down")
 
     def _adopt_bindings(self, echoed: list[dict[str, Any]]) -> None:
         by_key = {

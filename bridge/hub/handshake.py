@@ -7,17 +7,19 @@ lives here once.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from aiohttp import web
 
-from bridge.bcn.connection import Connection
+from bridge.bcn.connection import Connection, WebSocketLike
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.frames import MalformedFrame, Request
 from bridge.hub.config import HubConfig
 
 MAX_FRAME_BYTES = 8 * 1024 * 1024
 
+CLOSE_GOING_AWAY = 1001
 CLOSE_REPLACED = 4001
 CLOSE_EXPIRED = 4002
 CLOSE_REFUSED = 1008
@@ -78,8 +80,18 @@ async def accept(
     """
     ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES, autoping=autoping)
     await ws.prepare(request)
+    conn, frame = await open_connection(ws, config, name, method, transport=request.transport)
+    return ws, conn, frame
+
+
+async def open_connection(
+    ws: WebSocketLike, config: HubConfig, name: str, method: str,
+    *, transport: asyncio.WriteTransport | None = None,
+) -> tuple[Connection, Request | None]:
+    """The hub's `Connection` on an accepted socket (a WebSocket, or the in-process link's
+    `MemorySocket`), bounded by the `hub:` limits, and its handshake frame (None: refused)."""
     conn = Connection(ws, name=name, request_timeout=config.request_timeout_seconds,
                       send_queue_chars=config.send_queue_chars,
-                      max_handlers=config.max_requests_in_flight, transport=request.transport)
+                      max_handlers=config.max_requests_in_flight, transport=transport)
     frame = await first_request(conn, method, config.handshake_timeout_seconds)
-    return ws, conn, frame
+    return conn, frame

@@ -19,9 +19,18 @@ from aiohttp import web
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ErrorCode
 from bridge.bcn.frames import Request
+from bridge.bcn.memory import MemorySocket
 from bridge.hub.bindings import BindingError, BindingSpec, parse_binding, scope_key
 from bridge.hub.dispatch import Dispatcher, invalid
-from bridge.hub.handshake import CLOSE_EXPIRED, CLOSE_REPLACED, accept, refuse, requested_version
+from bridge.hub.handshake import (
+    CLOSE_EXPIRED,
+    CLOSE_GOING_AWAY,
+    CLOSE_REPLACED,
+    accept,
+    open_connection,
+    refuse,
+    requested_version,
+)
 from bridge.hub.routing import Participant
 from bridge.hub.state import HubState, LinkSession
 from bridge.hub.tokens import TokenSet
@@ -39,13 +48,29 @@ class LinkEndpoint:
 
     async def handle(self, request: web.Request) -> web.WebSocketResponse:
         ws, conn, frame = await accept(request, self.state.config, "hub-link", "channel.connect")
-        if frame is None:
-            return ws
+        if frame is not None:
+            await self.serve(conn, frame)
+        return ws
+
+    async def handle_memory(self, ws: MemorySocket) -> None:
+        """A link from this process (`Hub.open_link`): the same handshake, token and all, and
+        the same serving as over `/ws/channel`, on an in-process socket; closed on the way out
+        as aiohttp closes a WebSocket whose handler returned."""
+        try:
+            conn, frame = await open_connection(ws, self.state.config, "hub-link",
+                                                "channel.connect")
+            if frame is not None:
+                await self.serve(conn, frame)
+        finally:
+            await ws.close(code=CLOSE_GOING_AWAY, message=b"hub link handler ended")
+
+    async def serve(self, conn: Connection, frame: Request) -> None:
+        """Answer a link's `channel.connect` and serve its requests until it goes away."""
         try:
             link = self._connect(conn, frame.params)
         except BcnError as exc:
             await refuse(conn, frame.id, exc)
-            return ws
+            return
         outboxes = self.state.outboxes
         pending = sum(outboxes.waiting(binding_id) for binding_id in link.bindings)
         await conn.respond(frame.id, {
@@ -69,7 +94,6 @@ class LinkEndpoint:
         finally:
             if self.state.links.remove(link):
                 log.info("link disconnected: %s", link.link_id)
-        return ws
 
     def _connect(self, conn: Connection, params: dict[str, Any]) -> LinkSession:
         token = params.get("token")

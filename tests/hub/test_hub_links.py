@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import aiohttp
 import pytest
 from hub_clients import TestBot, TestLink, binding, next_item, nothing_in
 
-from bridge.bcn import BcnError
+from bridge.bcn import BcnError, Connection
 from bridge.hub import Hub
 
 
@@ -284,3 +286,27 @@ async def test_protocol_info_is_recorded_in_transcript(
     history = await link.conn.request(
         "channel.history", {"bcs_session_id": result["bcs_session_id"]})
     assert history["messages"][0]["protocol"] == protocol
+
+
+async def test_in_process_link_is_served_like_a_websocket_one(hub: Hub) -> None:
+    """`Hub.open_link` (the embedded bridge's link): the same handshake and token check,
+    the same requests, and the hub's stop closes it with "going away"."""
+    refused = Connection(await hub.open_link())
+    reader = asyncio.create_task(refused.run())
+    with pytest.raises(BcnError) as caught:
+        await refused.request("channel.connect", {"token": "wrong", "bindings": []})
+    assert caught.value.code == "unauthorized"
+    await asyncio.wait_for(reader, 5)
+
+    conn = Connection(await hub.open_link())
+    reader = asyncio.create_task(conn.run())
+    payload = await conn.request("channel.connect",
+                                 {"token": "link-secret-1", "bindings": [binding()]})
+    assert payload["bindings"][0]["binding_id"]
+    assert hub.health()["links"] == 1
+    assert await conn.request("channel.status", {}) == {"bindings_active": 1}
+    await hub.stop()
+    await asyncio.wait_for(reader, 5)
+    assert conn.close_code == 1001
+    with pytest.raises(ConnectionRefusedError):
+        await hub.open_link()
