@@ -118,6 +118,11 @@ class OutboxStore(ABC):
         """The lanes that have items not completed yet."""
 
     @abstractmethod
+    async def count(self) -> int:
+        """Items not completed yet, in every lane: the outbox depth, counted without reading
+        the items (a backlog of 100,000 after an outage must not be loaded to be counted)."""
+
+    @abstractmethod
     async def record_part(
         self,
         item_id: int,

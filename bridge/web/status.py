@@ -20,9 +20,6 @@ if TYPE_CHECKING:
     from bridge.core.relay import Relay
     from bridge.web.server import WebServer
 
-DEPTH_CAP = 100_000
-"""Outbox depth is counted up to this many items per scrape (deeper reads as this)."""
-
 
 class BridgeStatus:
     """Readiness and sampled gauges of one bridge; `relay` is None before start and after stop."""
@@ -67,7 +64,7 @@ class BridgeStatus:
         for adapter in relay.ctx.adapters.values():
             metrics.adapter_up.labels(adapter.channel).set(0 if adapter.health() else 1)
         store = relay.ctx.store
-        metrics.outbox_depth.set(len(await store.outbox.pending(limit=DEPTH_CAP)))
+        metrics.outbox_depth.set(await store.outbox.count())
         metrics.spool_depth.set(await store.spool.count())
         counts = await store.conversations.counts()
         metrics.conversations_open.set(counts.get("open", 0) + counts.get("clarifying", 0))

@@ -138,3 +138,14 @@ async def test_a_seen_key_tells_when_it_was_first_seen(store: Store) -> None:
     await store.seen.add("k", T0)
     await store.seen.add("k", T0 + timedelta(hours=1))  # seen again: the first time stays
     assert await store.seen.when("k") == T0
+
+
+async def test_outbox_counts_what_is_not_completed_in_every_lane(store: Store) -> None:
+    assert await store.outbox.count() == 0
+    queued = [item(lane, text) for lane, text in (("a", "a1"), ("b", "b1"), ("a", "a2"))]
+    for each in queued:
+        await store.outbox.append(each)
+    assert await store.outbox.count() == 3
+    await store.outbox.complete(queued[0].id)
+    await store.outbox.record_part(queued[1].id, 0, "m-1", done=True)
+    assert await store.outbox.count() == 1

@@ -81,6 +81,9 @@ class MemoryOutboxStore(OutboxStore):
     async def lanes(self) -> list[str]:
         return sorted({item.lane for item in self._items.values()})
 
+    async def count(self) -> int:
+        return len(self._items)
+
     async def record_part(
         self,
         item_id: int,

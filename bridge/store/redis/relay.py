@@ -81,6 +81,9 @@ class RedisOutboxStore(RedisConcern, OutboxStore):
     async def lanes(self) -> list[str]:
         return await self.queue.groups()
 
+    async def count(self) -> int:
+        return await self.queue.count()
+
     async def record_part(
         self,
         item_id: int,

@@ -116,6 +116,9 @@ class SqliteOutboxStore(OutboxStore):
         rows = self._db.execute("SELECT DISTINCT lane FROM outbox ORDER BY lane").fetchall()
         return [row[0] for row in rows]
 
+    async def count(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+
     async def record_part(
         self,
         item_id: int,
