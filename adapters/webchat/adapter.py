@@ -18,7 +18,6 @@ from aiohttp import web
 
 from adapters.webchat.chat import Webchat
 from adapters.webchat.config import WebchatAccount
-from adapters.webchat.origin import origin_refusal
 from adapters.webchat.page import WebchatPage
 from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
 from adapters.webchat.session import WebchatSession
@@ -28,6 +27,7 @@ from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
 from bridge.text.mention_words import MENTION_WORD, mention_for_word
 from bridge.text.model import MentionKind
+from bridge.web.origin import origin_refusal
 from bridge.web.server import WebServer
 
 log = logging.getLogger(__name__)

@@ -17,7 +17,6 @@ from collections.abc import Awaitable, Callable
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from aiohttp import web
 
@@ -38,6 +37,7 @@ from bridge.dashboard.stream import Feed
 from bridge.dashboard.traffic import INTERVAL, Traffic
 from bridge.dashboard.views import Views
 from bridge.metrics import BridgeMetrics
+from bridge.web.origin import origin_refusal
 from bridge.web.server import WebServer
 from bridge.web.status import BridgeStatus
 
@@ -177,7 +177,7 @@ class Dashboard:
             if action:
                 if not self.sessions.csrf_matches(session, request.headers.get(CSRF_HEADER)):
                     return _error(403, f"missing or wrong {CSRF_HEADER} header")
-                if not _same_origin(request):
+                if origin_refusal(request, None) is not None:
                     return _error(403, "the request came from another origin")
             if self.relay is None and request.path.startswith("/dashboard/api/") and \
                     request.path != "/dashboard/api/session":
@@ -217,7 +217,7 @@ class Dashboard:
                 f"Too many wrong tokens; try again in {int(wait)} s.", status=429)
             response.headers["Retry-After"] = str(int(wait))
             return response
-        if not _same_origin(request):
+        if origin_refusal(request, None) is not None:
             return self._login_page("Sign in from this server's own page.", status=403)
         form = await request.post()
         token, operator = form.get("token"), form.get("operator")
@@ -358,13 +358,3 @@ class Dashboard:
 
 def _dumps(value: Any) -> str:
     return json.dumps(value, default=str)
-
-
-def _same_origin(request: web.Request) -> bool:
-    """No Origin (a non-browser client) or one naming this very host."""
-    origin = request.headers.get("Origin")
-    if origin is None:
-        return True
-    if origin == "null":
-        return False
-    return urlsplit(origin).netloc.lower() == request.host.lower()
