@@ -20,6 +20,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from bridge.web.signing import ExpiredSignature, SignatureError, signature, verify
+
 COOKIE = "bcn_dashboard"
 COOKIE_PATH = "/dashboard"
 CSRF_HEADER = "X-CSRF-Token"
@@ -86,35 +88,30 @@ class Sessions:
             hashlib.sha256(self._token).digest(),
         )
 
-    def _sign(self, body: str) -> str:
-        return _b64(hmac.new(self._key, body.encode("ascii"), hashlib.sha256).digest())
-
     def _csrf(self, cookie: str) -> str:
-        return self._sign(f"csrf\n{cookie}")[:32]
+        return signature(f"csrf\n{cookie}", 0, self._key)[:32]
 
     def issue(self, operator: str) -> Session:
         expires = int(self.clock() + self.lifetime)
-        payload = {"op": operator_name(operator), "exp": expires, "n": secrets.token_hex(8)}
+        payload = {"op": operator_name(operator), "n": secrets.token_hex(8)}
         body = _b64(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        cookie = f"{body}.{self._sign(body)}"
+        cookie = f"{body}.{expires}.{signature(body, expires, self._key)}"
         return Session(payload["op"], float(expires), cookie, self._csrf(cookie))
 
     def check(self, cookie: str | None) -> Session:
-        if not cookie:
+        """The session a cookie carries; signed and timed as `bridge.web.signing` signs URLs."""
+        parts = (cookie or "").split(".")
+        if len(parts) != 3 or not cookie or not cookie.isascii():
             raise SessionError("not signed in")
-        body, dot, sig = cookie.partition(".")
-        if not dot or not body.isascii() or not hmac.compare_digest(
-            self._sign(body).encode(), sig.encode("utf-8", "replace")
-        ):
-            raise SessionError("not signed in")
+        body, expires, sig = parts
         try:
-            payload = json.loads(_unb64(body))
-            operator, expires = str(payload["op"]), float(payload["exp"])
-        except (ValueError, KeyError, TypeError):
+            verify(body, expires, sig, self._key, now=self.clock())
+            operator = str(json.loads(_unb64(body))["op"])
+        except ExpiredSignature:
+            raise SessionError("session expired", expired=True) from None
+        except (SignatureError, ValueError, KeyError, TypeError):
             raise SessionError("not signed in") from None
-        if self.clock() >= expires:
-            raise SessionError("session expired", expired=True)
-        return Session(operator, expires, cookie, self._csrf(cookie))
+        return Session(operator, float(expires), cookie, self._csrf(cookie))
 
     @staticmethod
     def csrf_matches(session: Session, given: str | None) -> bool:
