@@ -13,12 +13,12 @@ bots fell silent) and is logged at INFO with the operator's name — the audit t
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
 from bridge.core.outbox import Lane
 from bridge.core.spool import binding_key
+from bridge.store.loop_guard import Released
 from bridge.store.records import Conversation
 from bridge.tracking.errors import ConversationClosed, UnknownConversation
 from bridge.tracking.vocabulary import FAILED
@@ -31,12 +31,6 @@ class OperatorError(Exception):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
-
-
-@dataclass(frozen=True, slots=True)
-class ReleaseResult:
-    released: int
-    not_kept: int
 
 
 class Operator:
@@ -81,7 +75,7 @@ class Operator:
                 await ctx.refresh_panel(lane)
         return closed
 
-    async def release(self, lane_key: str, *, by: str) -> ReleaseResult:
+    async def release(self, lane_key: str, *, by: str) -> Released:
         """Show what the loop guard holds in a lane and let its bots go on."""
         ctx = self.ctx
         try:
@@ -98,7 +92,7 @@ class Operator:
         log.info("operator %s released %d held message(s) in %s (%d not kept)", by,
                  len(released.items), lane_key, released.not_kept)
         ctx.events.publish("operator", action="release", by=by, lane=lane_key)
-        return ReleaseResult(len(released.items), released.not_kept)
+        return released
 
     async def pause(self, key: str, *, by: str) -> bool:
         """Pause a binding; False when it was paused already (nothing changes)."""

@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).with_name("static")
 ASSETS = {"dashboard.js": "text/javascript", "dashboard.css": "text/css"}
+PAGES = ("index.html", "login.html")
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'")
 PAGE_HEADERS = {
@@ -93,6 +94,8 @@ class Dashboard:
         self.feed = Feed(self._overview)
         self.relay: Relay | None = None
         self._tasks: list[asyncio.Task[None]] = []
+        self._files = {name: (STATIC / name).read_bytes() for name in (*PAGES, *ASSETS)}
+        """Read once, at construction: no disk reads on the event loop per request."""
 
     # ------------------------------------------------------------------ lifecycle
     def mount(self, server: WebServer) -> None:
@@ -187,7 +190,7 @@ class Dashboard:
         return guarded
 
     def _login_page(self, message: str, status: int = 401) -> web.Response:
-        text = (STATIC / "login.html").read_text(encoding="utf-8")
+        text = self._files["login.html"].decode("utf-8")
         body = text.replace("{{message}}", html.escape(message))
         return web.Response(text=body, status=status, content_type="text/html",
                             headers=PAGE_HEADERS)
@@ -197,14 +200,14 @@ class Dashboard:
             self.sessions.check(request.cookies.get(COOKIE))
         except SessionError as exc:
             return self._login_page("Your session has expired." if exc.expired else "")
-        body = (STATIC / "index.html").read_text(encoding="utf-8")
-        return web.Response(text=body, content_type="text/html", headers=PAGE_HEADERS)
+        return web.Response(body=self._files["index.html"], content_type="text/html",
+                            charset="utf-8", headers=PAGE_HEADERS)
 
     async def asset(self, request: web.Request) -> web.Response:
         name = request.match_info["name"]
         if name not in ASSETS:
             raise web.HTTPNotFound()
-        return web.Response(body=(STATIC / name).read_bytes(), content_type=ASSETS[name],
+        return web.Response(body=self._files[name], content_type=ASSETS[name],
                             headers={"X-Content-Type-Options": "nosniff",
                                      "Cache-Control": "no-cache"})
 
@@ -328,7 +331,7 @@ class Dashboard:
         async def work() -> dict[str, Any]:
             lane = self._text(await self._body(request), "lane")
             done = await operator.release(lane, by=session.operator)
-            return {"released": done.released, "not_kept": done.not_kept}
+            return {"released": len(done.items), "not_kept": done.not_kept}
 
         return await self._act(work)
 

@@ -15,7 +15,7 @@ from bridge.core.outbox import Lane
 from bridge.core.spool import binding_key
 from bridge.dashboard.bots import BotActivity
 from bridge.dashboard.health import HealthWatch
-from bridge.dashboard.traffic import Traffic, samples
+from bridge.dashboard.traffic import Traffic, by_label, samples
 from bridge.store.loop_guard import HeldLane
 from bridge.store.pauses import Paused
 from bridge.store.records import Conversation
@@ -75,10 +75,7 @@ def counters(relay: Relay) -> dict[str, Any]:
     metrics = relay.metrics
 
     def per_channel(metric: Any) -> dict[str, int]:
-        found: dict[str, int] = {}
-        for labels, value in samples(metric, "_total"):
-            found[labels["channel"]] = found.get(labels["channel"], 0) + int(value)
-        return found
+        return {channel: int(n) for channel, n in by_label(metric, "channel").items()}
 
     held = [{"reason": labels["reason"], "channel": labels["channel"], "count": int(value)}
             for labels, value in samples(metrics.held, "_total")]
