@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 
 from bridge.store.leases import LeaseStore
 from bridge.store.loop_guard import LoopGuardStore
+from bridge.store.paging import PageQuery, page_query, positive
 from bridge.store.pauses import PauseStore
 from bridge.store.records import Conversation
 from bridge.store.relay import MessageMapStore, OutboxStore, SeenStore, SpoolStore
@@ -70,7 +71,6 @@ class ConversationStore(ABC):
     ) -> list[Conversation]:
         """Conversations matching every given filter, oldest first, with their history."""
 
-    @abstractmethod
     async def page(
         self,
         *,
@@ -87,14 +87,27 @@ class ConversationStore(ABC):
         `cursor` is a previous page's `next_cursor`: the page goes on after that page's last
         conversation, so conversations created since never repeat or hide older ones. A
         malformed cursor or a limit out of range is a ValueError (`bridge.store.paging`
-        checks both). Implementations walk an index in order and read the histories of the
-        page's conversations only, never every conversation.
+        checks both, here, for every backend).
         """
+        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
+        if query.nothing:
+            return ConversationPage([], None)
+        return await self._page(query)
 
     @abstractmethod
+    async def _page(self, query: PageQuery) -> ConversationPage:
+        """One page for a checked query that may match something. Implementations walk an
+        index in order and read the histories of the page's conversations only, never
+        every conversation."""
+
     async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
         """How many conversations there are per status, under the same filters as `page`
-        (statuses with none may be left out)."""
+        (statuses with none left out)."""
+        return positive(await self._counts(page_query(chat=chat, bot=bot)))
+
+    @abstractmethod
+    async def _counts(self, query: PageQuery) -> dict[str, int]:
+        """Status → number for the query's chat and bot filters (zeros allowed)."""
 
     @abstractmethod
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:

@@ -23,7 +23,7 @@ from bridge.store.base import (
     Updated,
     check_replacement,
 )
-from bridge.store.paging import Place, encode_cursor, page_query, place, positive
+from bridge.store.paging import PageQuery, Place, encode_cursor, place
 from bridge.store.records import Conversation
 
 # Rebuild the heap once it holds this many more entries than twice the live deadlines.
@@ -79,18 +79,7 @@ class MemoryConversationStore(ConversationStore):
         found.sort(key=lambda conversation: conversation.created_at)
         return found
 
-    async def page(
-        self,
-        *,
-        statuses: Collection[str] | None = None,
-        chat: str | None = None,
-        bot: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> ConversationPage:
-        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
-        if query.nothing:
-            return ConversationPage([], None)
+    async def _page(self, query: PageQuery) -> ConversationPage:
         places = self._places
         index = len(places) if query.after is None else bisect.bisect_left(places, query.after)
         found: list[Conversation] = []
@@ -104,9 +93,8 @@ class MemoryConversationStore(ConversationStore):
         items = found[: query.limit]
         return ConversationPage(items, encode_cursor(place(items[-1])))
 
-    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
-        query = page_query(chat=chat, bot=bot)
-        return positive(Counter(c.status for c in self._by_id.values() if query.matches(c)))
+    async def _counts(self, query: PageQuery) -> dict[str, int]:
+        return Counter(c.status for c in self._by_id.values() if query.matches(c))
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
         # Pop due entries until `limit` live ones are found, drop the stale ones for good

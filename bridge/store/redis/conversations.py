@@ -31,7 +31,7 @@ from bridge.store.base import (
     check_replacement,
 )
 from bridge.store.micros import to_micros
-from bridge.store.paging import Place, encode_cursor, page_query, positive
+from bridge.store.paging import PageQuery, Place, encode_cursor
 from bridge.store.records import Conversation
 from bridge.store.redis.codec import decode_conversation, encode_entry, encode_record
 from bridge.store.redis.concern import RedisConcern
@@ -168,18 +168,7 @@ class RedisConversationStore(RedisConcern, ConversationStore):
             replies = await pipe.execute()
         return [decode_conversation([text]) if text is not None else None for text in replies]
 
-    async def page(
-        self,
-        *,
-        statuses: Collection[str] | None = None,
-        chat: str | None = None,
-        bot: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> ConversationPage:
-        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
-        if query.nothing:
-            return ConversationPage([], None)
+    async def _page(self, query: PageQuery) -> ConversationPage:
         wanted: dict[str, Collection[str]] = {}
         for field, values in (
             ("status", query.statuses),
@@ -211,10 +200,9 @@ class RedisConversationStore(RedisConcern, ConversationStore):
         more = len(matched) > query.limit
         return ConversationPage(items, encode_cursor(shown[-1]) if more else None)
 
-    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
-        query = page_query(chat=chat, bot=bot)
+    async def _counts(self, query: PageQuery) -> dict[str, int]:
         counted = await self._redis.hgetall(self._keys.count(chat=query.chat, bot=query.bot))
-        return positive({status: int(count) for status, count in counted.items()})
+        return {status: int(count) for status, count in counted.items()}
 
     async def due(self, now: datetime, limit: int | None = None) -> list[str]:
         cut = to_micros(now)

@@ -29,7 +29,7 @@ from bridge.store.base import (
     check_replacement,
 )
 from bridge.store.micros import from_micros, to_micros
-from bridge.store.paging import encode_cursor, page_query, place, positive
+from bridge.store.paging import PageQuery, encode_cursor, place
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.sqlite.connection import write_transaction
 from bridge.store.sqlite.listing import DELETE_BOT, INSERT_BOT, bot_rows, counts_sql, page_sql
@@ -129,18 +129,7 @@ class SqliteConversationStore(ConversationStore):
             histories.setdefault(history_row[0], []).append(_entry(history_row))
         return [_conversation(row, histories.get(row[0], ())) for row in rows]
 
-    async def page(
-        self,
-        *,
-        statuses: Collection[str] | None = None,
-        chat: str | None = None,
-        bot: str | None = None,
-        cursor: str | None = None,
-        limit: int = 50,
-    ) -> ConversationPage:
-        query = page_query(statuses=statuses, chat=chat, bot=bot, cursor=cursor, limit=limit)
-        if query.nothing:
-            return ConversationPage([], None)
+    async def _page(self, query: PageQuery) -> ConversationPage:
         rows = self._db.execute(*page_sql(_COLUMNS, query)).fetchall()
         shown = rows[: query.limit]
         histories = self._histories([row[0] for row in shown])
@@ -148,9 +137,8 @@ class SqliteConversationStore(ConversationStore):
         more = len(rows) > query.limit
         return ConversationPage(items, encode_cursor(place(items[-1])) if more else None)
 
-    async def counts(self, *, chat: str | None = None, bot: str | None = None) -> dict[str, int]:
-        rows = self._db.execute(*counts_sql(page_query(chat=chat, bot=bot)))
-        return positive({status: int(count) for status, count in rows})
+    async def _counts(self, query: PageQuery) -> dict[str, int]:
+        return {status: int(count) for status, count in self._db.execute(*counts_sql(query))}
 
     def _histories(self, request_ids: list[str]) -> dict[str, list[HistoryEntry]]:
         histories: dict[str, list[HistoryEntry]] = {}
