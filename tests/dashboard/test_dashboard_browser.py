@@ -24,15 +24,8 @@ from bridge.config.schema import BridgeConfig
 from bridge.dashboard.config import DashboardSection
 from bridge.demo import DEMO_ROOM, demo_config, start_demo_bots
 from bridge.protocol import build_request, parse
+from tests.support.browser import BACKGROUND_TAB_ARGS, BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    # the dashboard waits in a background tab while the webchat tab is used
-    "--disable-background-timer-throttling", "--disable-renderer-backgrounding",
-    "--disable-backgrounding-occluded-windows",
-]
 playwright_api = pytest.importorskip("playwright.async_api")
 expect = playwright_api.expect
 
@@ -44,12 +37,7 @@ BINDING = f"webchat:main|{DEMO_ROOM}|"
 PAGE_ROWS = 50
 MANY = 10_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 def dashboard_config(tmp_path: Path) -> BridgeConfig:
@@ -111,7 +99,8 @@ def problems() -> list[str]:
 @pytest.fixture
 async def browser_context(problems: list[str]) -> AsyncIterator[Any]:
     async with playwright_api.async_playwright() as playwright:
-        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM,
+                                                   args=CHROMIUM_ARGS + BACKGROUND_TAB_ARGS)
         try:
             context = await browser.new_context(viewport={"width": 1440, "height": 1000})
             context.set_default_timeout(UI_WAIT_MS)

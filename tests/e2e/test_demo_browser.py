@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
@@ -10,20 +9,11 @@ import pytest
 
 from bridge.app import BridgeApp
 from bridge.demo import DEMO_ROOM, demo_config, start_demo_bots
+from tests.support.browser import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
 UI_WAIT_MS = 15_000
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ RESPONSE, and updates the request panel.
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -21,30 +20,15 @@ from bridge.core.model import Inbound, Outbound, OutboundKind
 from bridge.protocol import parse
 from bridge.text.convert import to_platform
 from bridge.web.server import WebServer
+from tests.support.browser import BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
 
-CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 playwright_api = pytest.importorskip("playwright.async_api")
 expect = playwright_api.expect
 
 UI_WAIT_MS = 10_000
 """Upper bound for the page to show something; never asserted as a duration."""
 
-pytestmark = [
-    pytest.mark.browser,
-    pytest.mark.skipif(
-        not os.path.exists(CHROMIUM), reason=f"needs Debian's chromium at {CHROMIUM}"
-    ),
-]
+pytestmark = BROWSER_MARKS
 
 RESPONSE_BLOCK = """```
 [RESPONSE → @Ada]
