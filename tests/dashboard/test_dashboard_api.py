@@ -15,12 +15,10 @@ import aiohttp
 import pytest
 
 from bridge.config.sections import WebSection
-from bridge.core import registry
 from bridge.core.outbox import Lane
 from bridge.dashboard.auth import COOKIE, CSRF_HEADER
 from bridge.dashboard.config import DashboardSection
-from tests.e2e.e2e_support import System, make_config
-from tests.e2e.recording_adapter import RecordingAdapter
+from tests.e2e.e2e_support import System, make_config, register_testchat
 from tests.support.running_bridge import WAIT, BridgeStarter
 
 TOKEN = "correct-horse-battery-staple"
@@ -29,11 +27,7 @@ LANE = "testchat:main|room|"
 
 @pytest.fixture(autouse=True)
 def _testchat_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(
-        registry.ADAPTERS, "testchat", "tests.e2e.recording_adapter:RecordingAdapter"
-    )
-    RecordingAdapter.instances.clear()
-    RecordingAdapter.chats.clear()
+    register_testchat(monkeypatch)
 
 
 def dashboard_config(tmp_path: Path, **dashboard: Any) -> Any:

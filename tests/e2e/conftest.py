@@ -8,19 +8,13 @@ from typing import Any
 
 import pytest
 
-from bridge.core import registry
-from tests.e2e.e2e_support import System, make_config
-from tests.e2e.recording_adapter import RecordingAdapter
+from tests.e2e.e2e_support import System, make_config, register_testchat
 from tests.support.running_bridge import BridgeStarter
 
 
 @pytest.fixture(autouse=True)
 def _testchat_registered(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(
-        registry.ADAPTERS, "testchat", "tests.e2e.recording_adapter:RecordingAdapter"
-    )
-    RecordingAdapter.instances.clear()
-    RecordingAdapter.chats.clear()
+    register_testchat(monkeypatch)
 
 
 @pytest.fixture

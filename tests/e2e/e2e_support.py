@@ -8,12 +8,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from bridge.config.schema import BridgeConfig
 from bridge.core import registry
 from tests.e2e.recording_adapter import Chat, Posted, RecordingAdapter
 from tests.support.running_bridge import WAIT, RunningBridge, bridge_config
 
-__all__ = ["WAIT", "System", "make_config", "texts"]
+__all__ = ["WAIT", "System", "make_config", "register_testchat", "texts"]
+
+
+def register_testchat(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make `testchat` a known channel type for one test, with a fresh record of its chats."""
+    monkeypatch.setitem(
+        registry.ADAPTERS, "testchat", "tests.e2e.recording_adapter:RecordingAdapter"
+    )
+    RecordingAdapter.instances.clear()
+    RecordingAdapter.chats.clear()
 
 
 def make_config(tmp_path: Path, *, binding: dict[str, Any] | None = None,
