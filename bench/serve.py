@@ -90,6 +90,7 @@ async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
         if mode == "hub":
             async with Hub(HubConfig.model_validate(hub_settings(data_dir / "hub"))) as hub:
                 bot = await echo(hub.url)
+                event_loop.settle()  # as `bcn-bridge hub` does once it is up
                 print(f"READY {hub.url}", flush=True)
                 await asyncio.Event().wait()
                 bot.cancel()
@@ -99,6 +100,7 @@ async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
         bot = await echo(app.bcn_url, huge) if hub_url is None else None
         assert app.relay is not None and app.web is not None
         await app.relay.link.wait_ready(30)
+        event_loop.settle()  # as `bcn-bridge run` does once it is up
         print(f"READY {app.web.url.replace('http://', 'ws://')}/webchat/main/ws", flush=True)
         try:
             await asyncio.Event().wait()

@@ -78,6 +78,7 @@ class WebchatAdapter(Adapter):
         threads=False,
         typing=False,
         min_edit_interval=0.25,
+        echoes_own_posts=False,
         request_panel=True,
     )
     config_model: ClassVar[type[WebchatAccount]] = WebchatAccount

@@ -90,6 +90,7 @@ async def serve(config: Any) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     announce(f"hub listening on {hub.url} (bots: {hub.url}/ws/bot, links: {hub.url}/ws/channel)")
+    event_loop.settle()
     try:
         await stop.wait()
     finally:

@@ -131,6 +131,7 @@ async def serve(
             running = await companions(app)
         if on_ready is not None:
             on_ready(app)
+        event_loop.settle()
         await stop.wait()
         log.info("shutting down")
     except (OSError, AdapterStartError) as exc:

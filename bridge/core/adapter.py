@@ -43,6 +43,10 @@ class Capabilities:
     """Seconds between two edits of one message while a reply streams."""
     request_panel: bool = False
     """Shows a live list of the chat's open protocol requests (`update_requests`)."""
+    echoes_own_posts: bool = True
+    """The platform may hand the bridge's own posts back to it as incoming messages, so each
+    incoming message is looked up in the store first (the own-echo filter). An adapter that
+    never does (the webchat posts into its rooms itself) saves that read on every message."""
 
 
 class SendError(Exception):

@@ -60,7 +60,11 @@ class InboundPipeline:
         safe (with the hub, in the spool, or needing nothing more), so a crash before that
         lets the platform's redelivery through instead of losing the message."""
         ctx = self.ctx
-        if await ctx.store.message_map.get(sent_key(msg.channel, msg.chat_id, msg.message_id)):
+        adapter = ctx.adapters.get(msg.channel)
+        echoes = adapter is None or adapter.capabilities.echoes_own_posts
+        if echoes and await ctx.store.message_map.get(
+            sent_key(msg.channel, msg.chat_id, msg.message_id)
+        ):
             log.debug("dropping own echo %s", msg.message_id)
             ctx.metrics.drop(msg.channel, "in", "own_echo")
             return

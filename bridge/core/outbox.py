@@ -284,31 +284,39 @@ class Outbox:
             keeper = asyncio.create_task(self._keep(lease, worker))
             lane = Lane.from_key(lane_key)
             while True:
-                batch = await self.store.pending(lane=lane_key, limit=1)
-                if not batch:
-                    if await self._lingered(lane_key, wakeup):
+                # Cleared before the read: whatever this instance queues from here on sets
+                # it again, so an item that misses this read is never missed for good.
+                wakeup.clear()
+                # Two, to learn whether more waits behind this one: after a lone item with
+                # nothing queued here since, the worker lingers at once instead of reading
+                # the empty lane first (one read per item, not two). Another instance's
+                # items are found by the linger's poll, as on an idle lane.
+                batch = await self.store.pending(lane=lane_key, limit=2)
+                if batch:
+                    item = batch[0]
+                    self._pending[item.id] = lane_key
+                    finished = False
+                    try:
+                        finished = await self._handle(lane, item)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception:
+                        log.exception("outbox: giving up on an item for %s", lane_key)
+                    if not finished:
+                        await self.store.complete(item.id)
+                    self._forget([item.id])
+                    if len(batch) > 1 or wakeup.is_set():
                         continue
-                    await self._release(lease)
-                    lease = None
-                    # Queued while we let go, by an instance whose acquire we refused?
-                    if not await self.store.pending(lane=lane_key, limit=1):
-                        return
-                    lease = await self._acquire(lane_key)
-                    if lease is None:
-                        return
+                if await self._lingered(lane_key, wakeup):
                     continue
-                item = batch[0]
-                self._pending[item.id] = lane_key
-                finished = False
-                try:
-                    finished = await self._handle(lane, item)
-                except asyncio.CancelledError:
-                    raise
-                except Exception:
-                    log.exception("outbox: giving up on an item for %s", lane_key)
-                if not finished:
-                    await self.store.complete(item.id)
-                self._forget([item.id])
+                await self._release(lease)
+                lease = None
+                # Queued while we let go, by an instance whose acquire we refused?
+                if not await self.store.pending(lane=lane_key, limit=1):
+                    return
+                lease = await self._acquire(lane_key)
+                if lease is None:
+                    return
         finally:
             if keeper is not None:
                 keeper.cancel()
@@ -324,7 +332,8 @@ class Outbox:
         loop = asyncio.get_running_loop()
         until = loop.time() + self.linger
         while (left := until - loop.time()) > 0:
-            wakeup.clear()
+            if wakeup.is_set():
+                return True
             try:
                 async with asyncio.timeout(min(left, LINGER_POLL)):
                     await wakeup.wait()

@@ -9,12 +9,13 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
 
 
 def to_micros(moment: datetime) -> int:
     """Exact integer microseconds since the epoch (floats would lose the last digit)."""
-    return (moment - _EPOCH) // timedelta(microseconds=1)
+    return (moment - _EPOCH) // _MICROSECOND
 
 
 def from_micros(micros: int) -> datetime:
-    return _EPOCH + timedelta(microseconds=micros)
+    return _EPOCH + timedelta(0, 0, micros)

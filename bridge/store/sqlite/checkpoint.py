@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 CHECKPOINT_INTERVAL = 0.5
 """Seconds between two background checkpoints while the WAL is caught up."""
 
-CATCHING_UP = 0.002
+CATCHING_UP = 0.025
 """Seconds between two rounds while writes keep outrunning the checkpoints."""
 
 BUSY_WAL_FRAMES = 1_000

@@ -98,7 +98,9 @@ class GroupCommit:
 
     def __init__(self, db: StoreConnection) -> None:
         self.db = db
-        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiters: list[asyncio.Future[None]] = []
+        """One future per step: a step whose caller is cancelled drops only its own, and
+        none needs the shield (a future and two callbacks) a shared one would."""
         db.execute("BEGIN IMMEDIATE")
         db.group = self
         asyncio.get_running_loop().call_soon(self.commit_now)
@@ -112,27 +114,38 @@ class GroupCommit:
         except BaseException as exc:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
-            if not self.done.done():
-                self.done.set_exception(exc)
+            for waiter in self.waiters:
+                if not waiter.done():
+                    waiter.set_exception(exc)
             return
-        if not self.done.done():
-            self.done.set_result(None)
+        for waiter in self.waiters:
+            if not waiter.done():
+                waiter.set_result(None)
 
 
 @asynccontextmanager
-async def write_step(db: sqlite3.Connection) -> AsyncIterator[sqlite3.Connection]:
+async def write_step(
+    db: sqlite3.Connection, *, one_statement: bool = False
+) -> AsyncIterator[sqlite3.Connection]:
     """One atomic write step, durable when the `async with` ends (see `GroupCommit`).
 
     The body must not await: a step runs whole, in one go, between two turns of the loop.
+    A body of `one_statement` needs no SAVEPOINT: SQLite undoes a failed statement by
+    itself and leaves the rest of the transaction as it was.
     """
     assert isinstance(db, StoreConnection), "open the database with connect()"
     group = db.group or GroupCommit(db)
-    db.execute("SAVEPOINT step")
-    try:
+    if one_statement:
         yield db
-    except BaseException:
-        db.execute("ROLLBACK TO step")
+    else:
+        db.execute("SAVEPOINT step")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK TO step")
+            db.execute("RELEASE step")
+            raise
         db.execute("RELEASE step")
-        raise
-    db.execute("RELEASE step")
-    await asyncio.shield(group.done)
+    waiter = asyncio.get_running_loop().create_future()
+    group.waiters.append(waiter)
+    await waiter

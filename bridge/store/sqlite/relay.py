@@ -38,7 +38,7 @@ class SqliteSeenStore(SeenStore):
         self._db = db
 
     async def add(self, key: str, now: datetime) -> bool:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             cursor = self._db.execute(
                 "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
                 (key, to_micros(now)),
@@ -54,7 +54,7 @@ class SqliteSeenStore(SeenStore):
         return from_micros(row[0]) if row else None
 
     async def prune(self, before: datetime) -> int:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             cursor = self._db.execute(
                 "DELETE FROM seen_keys WHERE seen_at < ?", (to_micros(before),)
             )
@@ -177,7 +177,7 @@ class SqliteMessageMapStore(MessageMapStore):
         self._db = db
 
     async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             self._db.execute(_PUT_MAP, (key, json.dumps(value), to_micros(now)))
 
     async def get(self, key: str) -> dict[str, Any] | None:
@@ -185,7 +185,7 @@ class SqliteMessageMapStore(MessageMapStore):
         return json.loads(row[0]) if row else None
 
     async def prune(self, before: datetime) -> int:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             cursor = self._db.execute("DELETE FROM message_map WHERE at < ?", (to_micros(before),))
         return cursor.rowcount
 
@@ -222,7 +222,7 @@ class SqliteSpoolStore(SpoolStore):
         return entries
 
     async def complete(self, entry_id: int) -> None:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             self._db.execute("DELETE FROM spool WHERE id = ?", (entry_id,))
 
     async def count(self) -> int:
@@ -374,7 +374,7 @@ class SqliteStreamStore(StreamStore):
         return "".join(self._deltas(run_id))
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             self._db.execute(
                 "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) VALUES (?, ?, ?, ?)",
                 (run_id, seq, text, to_micros(now)),
@@ -427,7 +427,7 @@ class SqliteLeaseStore(LeaseStore):
     async def take_over(
         self, name: str, dead_holder: str, holder: str, ttl: float
     ) -> Lease | None:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             self._db.execute(
                 "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ?",
                 (name, dead_holder),
@@ -436,7 +436,7 @@ class SqliteLeaseStore(LeaseStore):
 
     async def renew(self, lease: Lease, ttl: float) -> bool:
         now = wall_clock()
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             cursor = self._db.execute(
                 "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND token = ?"
                 " AND expires_at > ?",
@@ -445,7 +445,7 @@ class SqliteLeaseStore(LeaseStore):
         return cursor.rowcount == 1
 
     async def release(self, lease: Lease) -> None:
-        async with write_step(self._db):
+        async with write_step(self._db, one_statement=True):
             # Expire instead of delete: the token count must survive for the next grant.
             self._db.execute(
                 "UPDATE leases SET expires_at = 0 WHERE name = ? AND holder = ? AND token = ?",
