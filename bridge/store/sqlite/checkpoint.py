@@ -28,11 +28,13 @@ CHECKPOINT_INTERVAL = 0.5
 """Seconds between two background checkpoints while the WAL is caught up."""
 
 CATCHING_UP = 0.025
-"""Seconds between two rounds while writes keep coming. Each round costs about the same
-whatever it copies (a look at the WAL index, an fsync of the database file): rounds 2 ms
+"""Seconds between two rounds while writes keep coming. A round costs about the same however
+little it copies (a look at the WAL index, an fsync of the database file), and it copies the
+pages every write touches (an index's last leaf, the outbox's) once each time: rounds 2 ms
 apart took about a tenth of the relay's CPU under a steady stream of writes (bench/relay.py),
-copying a handful of frames each; 25 ms apart they copy a few hundred, still far below the
-loop connection's own threshold (`WAL_AUTOCHECKPOINT_PAGES`)."""
+25 ms apart under 3%. Further apart they cost the tracker more than they save: a longer WAL
+makes every read look further in its index (bench/tracking.py: 100 ms apart, 20% fewer
+tracked messages per CPU second)."""
 
 BUSY_WAL_FRAMES = 1_000
 """A WAL this long has not started afresh lately: writes are coming in a steady stream."""
