@@ -4,9 +4,10 @@ The hub writes on every bot output (the delivery, and its deletion once acked), 
 transcript line and every step of a run. A transaction per write costs a commit each
 (~40-70 µs here); gathered, the same writes cost ~3-4 µs each (tests/hub/
 test_hub_durability.py prints the figures for a burst). So writers `add` a statement and the
-statements are committed together: on the next turn of the event loop, or at once when a
-caller must know they are on disk before it acts (`await flush()` — before a delivery goes
-to a link, before `channel.inbound` is answered).
+statements are committed together on the next turn of the event loop. A caller that must
+know they are on disk before it acts (`await flush()` — before a delivery goes to a link,
+before `channel.inbound` is answered) waits for that commit; every flush of one turn shares
+it, so fifty messages arriving together cost one commit, not fifty.
 
 A flush commits at most `chunk` statements (and about `chunk_bytes` of parameters) per
 transaction and yields to the loop between transactions, so a burst never holds the loop
@@ -41,6 +42,12 @@ class BatchedWrites:
         self._chunk = chunk
         self._chunk_bytes = chunk_bytes
         self._queue: deque[Statement] = deque()
+        self._added = 0
+        """Statements queued so far; with `_done`, what a flush must wait for."""
+        self._done = 0
+        """Statements committed, or dropped with a failed transaction, so far."""
+        self._waiters: deque[tuple[int, asyncio.Future[None]]] = deque()
+        """Flushes waiting, each for the statements queued up to its call, oldest first."""
         self._scheduled = False
         self._closed = False
         self.committed = 0
@@ -59,6 +66,7 @@ class BatchedWrites:
             log.info("hub.db is closed; a late write is not kept: %s", sql.split("(")[0])
             return
         self._queue.append((sql, params))
+        self._added += 1
         if self._scheduled:
             return
         try:
@@ -73,11 +81,18 @@ class BatchedWrites:
         return len(self._queue)
 
     async def flush(self) -> None:
-        """Commit everything queued so far; on return it is on disk (or logged as failed)."""
-        while self._queue:
-            self._commit_chunk()
-            if self._queue:
-                await asyncio.sleep(0)
+        """Return once everything queued so far is on disk (or logged as failed): with the
+        commit that ends this turn of the loop, which every flush of the turn shares."""
+        target = self._added
+        if self._done >= target:
+            return
+        loop = asyncio.get_running_loop()
+        waiter = loop.create_future()
+        self._waiters.append((target, waiter))
+        if not self._scheduled:  # queued without a loop, before this one ran
+            self._scheduled = True
+            loop.call_soon(self._soon)
+        await waiter
 
     def close(self) -> None:
         """Commit what is left, all at once (the hub is stopping; nothing else runs)."""
@@ -93,6 +108,13 @@ class BatchedWrites:
         if self._queue:  # more than a chunk: the rest on a later turn, the loop runs between
             self._scheduled = True
             asyncio.get_running_loop().call_soon(self._soon)
+
+    def _release_waiters(self) -> None:
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self._done:
+            _, waiter = waiters.popleft()
+            if not waiter.done():  # its flush may have been cancelled meanwhile
+                waiter.set_result(None)
 
     def _commit_chunk(self) -> None:
         taken: list[Statement] = []
@@ -110,6 +132,9 @@ class BatchedWrites:
             log.exception("hub.db: a transaction of %d writes failed; that state is kept in "
                           "memory only and would not survive a restart", len(taken))
             return
+        finally:
+            self._done += len(taken)
+            self._release_waiters()
         took = time.perf_counter() - started
         self.busy += took
         self.longest = max(self.longest, took)
