@@ -33,8 +33,15 @@ a hostile client) is cut off then: it would otherwise hold up every broadcast to
 and with it the bots' replies, while unsent frames pile up in memory."""
 
 
-class Abortable(Protocol):
+SURE_TO_FIT = 16 * 1024
+"""Bytes a page's socket buffer may hold, with the new frame, for a send that cannot wait:
+well under the transport's high-water mark (64 KiB), so the frame is written at once."""
+
+
+class PageTransport(Protocol):
     def abort(self) -> None: ...
+
+    def get_write_buffer_size(self) -> int: ...
 
 
 class WebchatSession:
@@ -48,7 +55,7 @@ class WebchatSession:
         *,
         ids: ClientIds,
         visitor: Visitor,
-        transport: Abortable | None = None,
+        transport: PageTransport | None = None,
         send_timeout: float = SEND_TIMEOUT,
     ) -> None:
         self.ws = ws
@@ -67,6 +74,12 @@ class WebchatSession:
 
     async def send_text(self, data: str) -> None:
         if self.ws.closed:
+            return
+        transport = self.transport
+        if (transport is not None
+                and transport.get_write_buffer_size() + 4 * len(data) < SURE_TO_FIT):
+            # Room in the socket buffer: the write cannot wait for the page, so no timer.
+            await self.ws.send_str(data)
             return
         try:
             # asyncio.timeout, not wait_for: no task per frame on the hot path.

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from adapters.webchat import WebchatAccount
 from adapters.webchat.chat import Webchat
 from adapters.webchat.session import WebchatSession
@@ -20,11 +22,16 @@ class StuckSocket:
 
 
 class Transport:
+    """The socket of a page that stopped reading: its send buffer is full."""
+
     def __init__(self) -> None:
         self.aborted = False
 
     def abort(self) -> None:
         self.aborted = True
+
+    def get_write_buffer_size(self) -> int:
+        return 256 * 1024
 
 
 class Page:
@@ -74,3 +81,25 @@ async def test_a_session_cut_off_while_answering_ends_quietly_and_leaves_its_roo
 
     assert transport.aborted
     assert session not in room.members
+
+
+class EmptyBufferTransport(Transport):
+    """A page that read everything so far."""
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+async def test_a_frame_too_large_for_an_empty_buffer_still_has_the_timeout() -> None:
+    # One large frame fills the buffer by itself; if the page then stops reading, the send
+    # waits for it, so it must not skip the timer the small, sure-to-fit frames skip.
+    transport = EmptyBufferTransport()
+    session = WebchatSession(
+        StuckSocket(), Webchat(WebchatAccount()), _nothing, transport=transport,  # type: ignore[arg-type]
+        send_timeout=0.05, ids=ClientIds(), visitor=Visitor("127.0.0.1", 1),
+    )
+
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(session.send_text("x" * 20_000), 5)
+
+    assert transport.aborted

@@ -86,7 +86,11 @@ class SqliteOutboxStore(OutboxStore):
     async def pending(
         self, lane: str | None = None, limit: int | None = None
     ) -> list[OutboxItem]:
-        query, args = "SELECT id, body, created_at FROM outbox", []
+        # The sent parts ride along in the same read (a JSON list per row, "[]" for none).
+        query, args = (
+            "SELECT id, body, created_at, (SELECT json_group_array(json_array(idx, message_id))"
+            " FROM outbox_parts WHERE item_id = outbox.id) FROM outbox", []
+        )
         if lane is not None:
             query += " WHERE lane = ?"
             args.append(lane)
@@ -94,22 +98,16 @@ class SqliteOutboxStore(OutboxStore):
         if limit is not None:
             query += " LIMIT ?"
             args.append(limit)
-        rows = self._db.execute(query, args).fetchall()
-        items = [
-            OutboxItem.from_body(
+        items = []
+        for row_id, body, created, sent in self._db.execute(query, args).fetchall():
+            item = OutboxItem.from_body(
                 json.loads(body), id=row_id,
                 created_at=from_micros(created) if created is not None else None,
             )
-            for row_id, body, created in rows
-        ]
-        if items:
-            by_id = {item.id: item for item in items}
-            marks = ",".join("?" * len(by_id))
-            for item_id, index, message_id in self._db.execute(
-                f"SELECT item_id, idx, message_id FROM outbox_parts WHERE item_id IN ({marks})",
-                list(by_id),
-            ):
-                by_id[item_id].sent[index] = message_id
+            if sent != "[]":
+                for index, message_id in json.loads(sent):
+                    item.sent[index] = message_id
+            items.append(item)
         return items
 
     async def lanes(self) -> list[str]:
@@ -132,17 +130,23 @@ class SqliteOutboxStore(OutboxStore):
         # A row per sent part, never a rewrite of the item's body: a reply of n parts costs
         # n small writes, not n rewrites of everything it says.
         at = to_micros(now or datetime.now(UTC))
+        if index < 0:
+            raise IndexError(f"outbox item {item_id} has no part {index}")
         async with write_step(self._db):
-            row = self._db.execute(
-                "SELECT json_array_length(body, '$.parts') FROM outbox WHERE id = ?", (item_id,)
-            ).fetchone()
-            if row is not None:
-                if not 0 <= index < row[0]:
-                    raise IndexError(f"outbox item {item_id} has no part {index}")
-                if done:
-                    self._db.execute("DELETE FROM outbox WHERE id = ?", (item_id,))
+            if done and self._db.execute(  # the common end: the item goes, its check with it
+                "DELETE FROM outbox WHERE id = ? AND json_array_length(body, '$.parts') > ?",
+                (item_id, index),
+            ).rowcount:
+                if index > 0:  # earlier parts were recorded as they went
                     self._db.execute("DELETE FROM outbox_parts WHERE item_id = ?", (item_id,))
-                else:
+            else:
+                row = self._db.execute(
+                    "SELECT json_array_length(body, '$.parts') FROM outbox WHERE id = ?",
+                    (item_id,),
+                ).fetchone()
+                if row is not None:  # else: done with already (by another instance)
+                    if index >= row[0]:
+                        raise IndexError(f"outbox item {item_id} has no part {index}")
                     self._db.execute(
                         "INSERT OR REPLACE INTO outbox_parts (item_id, idx, message_id)"
                         " VALUES (?, ?, ?)", (item_id, index, message_id),
