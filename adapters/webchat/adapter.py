@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import uuid
+import secrets
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -134,7 +134,7 @@ class WebchatAdapter(Adapter):
         await self._close_sockets()
 
     async def send(self, out: Outbound) -> PlatformRef:
-        message = self._message(uuid.uuid4().hex, out)
+        message = self._message(secrets.token_hex(16), out)
         try:
             await self.chat.post(message)
         except TooManyRooms as error:

@@ -6,8 +6,8 @@ translates frames and the adapter only translates core messages; neither knows a
 
 from __future__ import annotations
 
+import secrets
 import unicodedata
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -161,7 +161,7 @@ class Webchat:
             if known is not None:
                 return known, False
             return self._human_message(member, room, client_message_id, text, known_id), False
-        message = self._human_message(member, room, client_message_id, text, uuid.uuid4().hex)
+        message = self._human_message(member, room, client_message_id, text, secrets.token_hex(16))
         room.mark_seen(member.client_id, client_message_id, message.id)
         room.remember(message)
         await room.broadcast({"type": "message", "message": message.to_json()})

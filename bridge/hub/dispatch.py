@@ -21,7 +21,6 @@ import itertools
 import logging
 import secrets
 import time
-import uuid
 from typing import Any
 
 from bridge.bcn.connection import SendQueueFull
@@ -250,7 +249,7 @@ class Dispatcher:
                     timeout_ms=config.run_timeout_ms if sending else None,
                     recipient_uuid=bot_uuid,
                     role=self.state.groups.role_of(group, bot_uuid) if group else None,
-                    idempotency_key=f"run-{uuid.uuid4().hex}" if sending else None,
+                    idempotency_key=f"run-{secrets.token_hex(16)}" if sending else None,
                 )
                 if task_id is not None:
                     params["session_context"]["task_id"] = task_id
