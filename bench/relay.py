@@ -11,9 +11,12 @@ Prints, for the same run and the same machine load:
 - the relay with the hub as its own process (bridge process → hub process → echo bot).
 
 The client always runs in this process and the servers in their own (`bench/serve.py`), so
-the CPU figures are the servers' alone, read from /proc.
+the CPU figures are the servers' alone, read from /proc. The relay and the hub alone run side
+by side and take turns (`--rounds`, 5 by default: a fifth of the messages, then of the
+seconds, each in turn), so a busy moment of the shared machine weighs on both figures of a
+ratio alike.
 
-    python bench/relay.py [--messages 500] [--conversations 50] [--seconds 5]
+    python bench/relay.py [--messages 500] [--conversations 50] [--seconds 5] [--rounds 5]
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
 import aiohttp
@@ -105,83 +108,120 @@ async def tabs_for(session: aiohttp.ClientSession, url: str, rooms: int) -> list
     return tabs
 
 
-async def relay_figures(url: str, pids: tuple[int, ...], messages: int, conversations: int,
-                        seconds: float) -> dict[str, object]:
-    cpu = Cpu(*pids)
-    async with aiohttp.ClientSession() as session:
-        tabs = await tabs_for(session, url, conversations)
-        for _ in range(50):  # warm up
-            await tabs[0].round_trip()
-        cpu.start()
-        serial = [await tabs[0].round_trip() for _ in range(messages)]
-        serial_cpu = cpu.per(messages)
-        concurrent: list[float] = []
-        deadline = time.perf_counter() + seconds
+class Figures:
+    """Latencies, round trips and server CPU of one setup, summed over the rounds."""
 
-        async def drive(tab: Tab) -> None:
-            while time.perf_counter() < deadline:
-                concurrent.append(await tab.round_trip())
+    def __init__(self, *pids: int) -> None:
+        self.cpu = Cpu(*pids)
+        self.serial: list[float] = []
+        self.concurrent: list[float] = []
+        self.serial_cpu_s = self.concurrent_cpu_s = self.concurrent_s = 0.0
 
-        cpu.start()
-        started = time.perf_counter()
-        await asyncio.gather(*(drive(tab) for tab in tabs))
-        elapsed = time.perf_counter() - started
-        return {"serial": serial, "serial_cpu": serial_cpu, "concurrent": concurrent,
-                "rate": len(concurrent) / elapsed, "concurrent_cpu": cpu.per(len(concurrent))}
+    @property
+    def serial_cpu(self) -> float:
+        return self.serial_cpu_s / max(1, len(self.serial))
 
+    @property
+    def concurrent_cpu(self) -> float:
+        return self.concurrent_cpu_s / max(1, len(self.concurrent))
 
-async def hub_figures(url: str, pid: int, messages: int, conversations: int,
-                      seconds: float) -> dict[str, object]:
-    cpu = Cpu(pid)
-    async with bench_link(url, conversations) as link:
-        for n in range(50):
-            await link.round_trip(link.binding_ids[0], f"w{n}", "warm")
-        cpu.start()
-        serial = [await link.round_trip(link.binding_ids[0], f"s{n}-{time.time_ns()}", f"m{n}")
-                  for n in range(messages)]
-        serial_cpu = cpu.per(messages)
-        concurrent: list[float] = []
+    @property
+    def rate(self) -> float:
+        return len(self.concurrent) / max(self.concurrent_s, 1e-9)
+
+    async def serial_round(self, round_trip: RoundTrip, messages: int) -> None:
+        self.cpu.start()
+        for _ in range(messages):
+            self.serial.append(await round_trip(0))
+        self.serial_cpu_s += self.cpu.per(1)
+
+    async def concurrent_round(self, round_trip: RoundTrip, conversations: int,
+                               seconds: float) -> None:
         deadline = time.perf_counter() + seconds
 
         async def drive(index: int) -> None:
-            n = 0
             while time.perf_counter() < deadline:
-                n += 1
-                concurrent.append(await link.round_trip(
-                    link.binding_ids[index], f"c{index}-{n}-{time.time_ns()}", f"hi {index} {n}"))
+                self.concurrent.append(await round_trip(index))
 
-        cpu.start()
+        self.cpu.start()
         started = time.perf_counter()
         await asyncio.gather(*(drive(i) for i in range(conversations)))
-        elapsed = time.perf_counter() - started
-        return {"serial": serial, "serial_cpu": serial_cpu, "concurrent": concurrent,
-                "rate": len(concurrent) / elapsed, "concurrent_cpu": cpu.per(len(concurrent))}
+        self.concurrent_s += time.perf_counter() - started
+        self.concurrent_cpu_s += self.cpu.per(1)
 
 
-def line(label: str, figures: dict[str, object], key: str) -> str:
-    latencies = figures["serial" if key == "serial" else "concurrent"]
-    assert isinstance(latencies, list)
-    cpu = figures[f"{key}_cpu"]
-    assert isinstance(cpu, float)
-    rate = f"{figures['rate']:7.0f} rt/s  " if key == "concurrent" else " " * 14
+RoundTrip = Callable[[int], Awaitable[float]]
+"""One round trip in conversation `index`; returns its latency in seconds."""
+
+
+@contextlib.asynccontextmanager
+async def relay_driver(session: aiohttp.ClientSession, url: str,
+                       conversations: int) -> AsyncIterator[RoundTrip]:
+    """Browser tabs, one per room, warmed up: round trips through the webchat."""
+    tabs = await tabs_for(session, url, conversations)
+    for _ in range(50):
+        await tabs[0].round_trip()
+    yield lambda index: tabs[index].round_trip()
+
+
+@contextlib.asynccontextmanager
+async def hub_driver(url: str, conversations: int) -> AsyncIterator[RoundTrip]:
+    """A raw channel link with one binding per conversation, warmed up."""
+    async with bench_link(url, conversations) as link:
+        for n in range(50):
+            await link.round_trip(link.binding_ids[0], f"w{n}", "warm")
+        counts = [0] * conversations
+
+        async def round_trip(index: int) -> float:
+            counts[index] += 1
+            return await link.round_trip(
+                link.binding_ids[index], f"c{index}-{counts[index]}-{time.time_ns()}",
+                f"hi {index} {counts[index]}")
+
+        yield round_trip
+
+
+async def alternate(setups: list[tuple[Figures, RoundTrip]], rounds: int, messages: int,
+                    conversations: int, seconds: float) -> None:
+    """Every setup in turn, round after round: a busy moment of the shared machine then
+    falls on all of them alike instead of on whichever ran alone at that time."""
+    for _ in range(rounds):
+        for figures, round_trip in setups:
+            await figures.serial_round(round_trip, max(1, messages // rounds))
+    for _ in range(rounds):
+        for figures, round_trip in setups:
+            await figures.concurrent_round(round_trip, conversations, seconds / rounds)
+
+
+def line(label: str, figures: Figures, key: str) -> str:
+    latencies = figures.serial if key == "serial" else figures.concurrent
+    cpu = figures.serial_cpu if key == "serial" else figures.concurrent_cpu
+    rate = f"{figures.rate:7.0f} rt/s  " if key == "concurrent" else " " * 14
     return (f"  {label:<34}{rate}p50 {percentile(latencies, 0.5) * 1000:6.2f} ms   "
             f"p99 {percentile(latencies, 0.99) * 1000:6.2f} ms   "
             f"server CPU/rt {cpu * 1000:5.2f} ms")
 
 
-async def run(messages: int, conversations: int, seconds: float) -> None:
-    async with server("hub") as (hub_url, hub_pid):
-        hub = await hub_figures(hub_url, hub_pid, messages, conversations, seconds)
-    async with server("relay", "--rooms", str(conversations)) as (url, pid):
-        relay = await relay_figures(url, (pid,), messages, conversations, seconds)
+async def run(messages: int, conversations: int, seconds: float, rounds: int) -> None:
     async with server("hub") as (hub_url, hub_pid), \
-            server("relay", "--rooms", str(conversations), "--hub", hub_url) as (url, pid):
-        apart = await relay_figures(url, (pid, hub_pid), messages, conversations, seconds)
-    serial_ratio = relay["serial_cpu"] / hub["serial_cpu"]  # type: ignore[operator]
-    concurrent_ratio = relay["concurrent_cpu"] / hub["concurrent_cpu"]  # type: ignore[operator]
-    added = percentile(relay["serial"], 0.5) - percentile(hub["serial"], 0.5)  # type: ignore[arg-type]
+            server("relay", "--rooms", str(conversations)) as (url, pid), \
+            aiohttp.ClientSession() as session, \
+            relay_driver(session, url, conversations) as relay_trip, \
+            hub_driver(hub_url, conversations) as hub_trip:
+        relay, hub = Figures(pid), Figures(hub_pid)
+        await alternate([(relay, relay_trip), (hub, hub_trip)], rounds, messages,
+                        conversations, seconds)
+    async with server("hub") as (hub_url, hub_pid), \
+            server("relay", "--rooms", str(conversations), "--hub", hub_url) as (url, pid), \
+            aiohttp.ClientSession() as session, \
+            relay_driver(session, url, conversations) as apart_trip:
+        apart = Figures(pid, hub_pid)
+        await alternate([(apart, apart_trip)], 1, messages, conversations, seconds)
+    serial_ratio = relay.serial_cpu / hub.serial_cpu
+    concurrent_ratio = relay.concurrent_cpu / hub.concurrent_cpu
+    added = percentile(relay.serial, 0.5) - percentile(hub.serial, 0.5)
     print("webchat → bridge → hub → echo → hub → bridge → webchat, beside the hub alone "
-          f"(servers on {loop_name()})")
+          f"(servers on {loop_name()}; relay and hub-only alternate in {rounds} rounds)")
     print(f" one conversation, {messages} messages one at a time:")
     print(line("relay (bridge+hub+echo, 1 process)", relay, "serial"))
     print(line("hub only (hub+echo, 1 process)", hub, "serial"))
@@ -199,8 +239,10 @@ def main() -> None:
     parser.add_argument("--messages", type=int, default=500)
     parser.add_argument("--conversations", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--rounds", type=int, default=5,
+                        help="the relay and the hub alone take turns this many times")
     args = parser.parse_args()
-    asyncio.run(run(args.messages, args.conversations, args.seconds))
+    asyncio.run(run(args.messages, args.conversations, args.seconds, args.rounds))
 
 
 if __name__ == "__main__":
