@@ -23,6 +23,10 @@ from bridge.hub.storage import HubDatabase
 log = logging.getLogger(__name__)
 
 RETIRED_SESSIONS_KEPT = 1_000
+TRIM_EVERY = 32
+"""Lines (or accepted message ids) between two trims of their rows in `hub.db`: a range
+delete costs more than the insert it follows, and the few rows kept past the bound are
+dropped when they are read back at a start."""
 """Reset sessions stay reachable (history, abort, late replies) until this many newer ones."""
 
 
@@ -136,9 +140,13 @@ class SessionDirectory:
         writes = self._db.writes
         writes.add("INSERT OR REPLACE INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
                    (session.id, seq, json.dumps(entry, separators=(",", ":"))))
-        if seq >= self._transcript_limit:
+        limit = self._transcript_limit
+        # Trimmed every `TRIM_EVERY` lines, not on every one: a range delete costs more than
+        # the insert it follows, and the rows kept beyond the limit (at most TRIM_EVERY - 1
+        # per session) are never read back past it (`load` keeps the last `limit`).
+        if seq >= limit and seq % min(TRIM_EVERY, limit) == 0:
             writes.add("DELETE FROM transcripts WHERE session_id = ? AND seq <= ?",
-                       (session.id, seq - self._transcript_limit))
+                       (session.id, seq - limit))
 
     def _new(
         self, session_id: str, group_id: str, binding_id: str, scope: str, channel_type: str
@@ -253,9 +261,10 @@ class SessionDirectory:
         writes = self._db.writes
         writes.add("INSERT OR REPLACE INTO accepted_msgs (binding_id, seq, msg_id, session_id)"
                    " VALUES (?, ?, ?, ?)", (binding_id, seq, msg_id, session.id))
-        if seq >= self._dedup_limit:
+        limit = self._dedup_limit
+        if seq >= limit and seq % min(TRIM_EVERY, limit) == 0:  # as transcripts (`record`)
             writes.add("DELETE FROM accepted_msgs WHERE binding_id = ? AND seq <= ?",
-                       (binding_id, seq - self._dedup_limit))
+                       (binding_id, seq - limit))
 
     def __len__(self) -> int:
         return len(self._active)
