@@ -7,10 +7,11 @@ wrong; the connection answers it with an `error` frame and keeps going.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, ValidationError
+
+from bridge.fastjson import dumps, loads
 
 ClientToken = Annotated[str, StringConstraints(min_length=1, max_length=100, pattern=r"^[\w.:-]+$")]
 """Ids the page makes up itself (its client id, its message ids): short and plain."""
@@ -63,7 +64,7 @@ class FrameError(ValueError):
 def parse_client_frame(raw: str) -> JoinFrame | SendFrame | PingFrame:
     """One text frame from the page → a typed frame, or `FrameError`; never anything else."""
     try:
-        data = json.loads(raw)
+        data = loads(raw)
     except (ValueError, RecursionError):
         raise FrameError("bad_frame", "frames must be JSON objects") from None
     if not isinstance(data, dict):
@@ -108,4 +109,4 @@ def error_frame(code: str, message: str, *, client_message_id: str | None = None
 
 def encode(frame: dict[str, Any]) -> str:
     """Server frames → JSON; odd values (datetimes in a request's deadline) become strings."""
-    return json.dumps(frame, ensure_ascii=False, default=str, separators=(",", ":"))
+    return dumps(frame, default=str)

@@ -7,11 +7,11 @@ fields are ignored so that newer peers stay compatible.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from typing import Any
 
 from bridge.bcn.errors import BcnError, ErrorCode
+from bridge.fastjson import dumps, loads
 
 
 @dataclass(slots=True)
@@ -40,19 +40,19 @@ Frame = Request | Response | Event
 
 
 def encode_request(req_id: str, method: str, params: dict[str, Any]) -> str:
-    return json.dumps({"type": "req", "id": req_id, "method": method, "params": params})
+    return dumps({"type": "req", "id": req_id, "method": method, "params": params})
 
 
 def encode_ok(req_id: str | None, payload: dict[str, Any]) -> str:
-    return json.dumps({"type": "res", "id": req_id, "ok": True, "payload": payload})
+    return dumps({"type": "res", "id": req_id, "ok": True, "payload": payload})
 
 
 def encode_error(req_id: str | None, error: BcnError) -> str:
-    return json.dumps({"type": "res", "id": req_id, "ok": False, "error": error.to_payload()})
+    return dumps({"type": "res", "id": req_id, "ok": False, "error": error.to_payload()})
 
 
 def encode_event(name: str, payload: dict[str, Any], seq: int) -> str:
-    return json.dumps({"type": "event", "event": name, "payload": payload, "seq": seq})
+    return dumps({"type": "event", "event": name, "payload": payload, "seq": seq})
 
 
 class MalformedFrame(BcnError):
@@ -66,7 +66,7 @@ class MalformedFrame(BcnError):
 def decode_frame(text: str | bytes) -> Frame:
     """Turn one WebSocket text frame into a typed frame or raise `MalformedFrame`."""
     try:
-        data = json.loads(text)
+        data = loads(text)
     except (ValueError, UnicodeDecodeError) as exc:
         raise MalformedFrame(f"frame is not valid JSON: {exc}") from None
     except RecursionError:  # e.g. 100k nested brackets: hostile, but only a bad frame

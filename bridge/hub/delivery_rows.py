@@ -13,11 +13,11 @@ process), so the 24 h bound holds across restarts.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from dataclasses import dataclass
 
+from bridge.fastjson import dumps, loads
 from bridge.hub.batched_writes import BatchedWrites
 from bridge.hub.storage import HubDatabase
 
@@ -44,7 +44,7 @@ class DeliveryRows:
         self._writes.add(
             "INSERT OR IGNORE INTO deliveries (event_id, binding_id, params, created_at)"
             " VALUES (?, ?, ?, ?)",
-            (event_id, binding_id, json.dumps(params, separators=(",", ":")), wall),
+            (event_id, binding_id, dumps(params), wall),
         )
 
     def removed(self, event_id: str) -> None:
@@ -62,7 +62,7 @@ class DeliveryRows:
             "SELECT event_id, binding_id, params, created_at FROM deliveries ORDER BY id"
         ):
             try:
-                decoded = json.loads(params)
+                decoded = loads(params)
                 if not isinstance(decoded, dict):
                     raise ValueError("not an object")
             except ValueError as exc:

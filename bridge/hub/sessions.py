@@ -10,7 +10,6 @@ memory only, and are bounded.
 
 from __future__ import annotations
 
-import json
 import logging
 import secrets
 import time
@@ -18,6 +17,7 @@ from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.fastjson import dumps, loads
 from bridge.hub.storage import HubDatabase
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class SessionDirectory:
         session.lines += 1
         writes = self._db.writes
         writes.add("INSERT OR REPLACE INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
-                   (session.id, seq, json.dumps(entry, separators=(",", ":"))))
+                   (session.id, seq, dumps(entry)))
         limit = self._transcript_limit
         # Trimmed every `TRIM_EVERY` lines, not on every one: a range delete costs more than
         # the insert it follows, and the rows kept beyond the limit (at most TRIM_EVERY - 1
@@ -282,7 +282,7 @@ def _recent_retired(db: HubDatabase, limit: int) -> list[Any]:
 def _loads(text: str, session_id: str) -> Any:
     """A stored JSON value; an unreadable one is left out with a log line, not a crash."""
     try:
-        return json.loads(text)
+        return loads(text)
     except ValueError as exc:
         log.error("session %s: an unreadable stored value is left out (%s)", session_id, exc)
         return None
@@ -292,4 +292,4 @@ def _json_or_none(value: Any) -> str | None:
     """A session's output as stored; a value JSON cannot hold is kept as its text."""
     if value is None:
         return None
-    return json.dumps(value, default=str)
+    return dumps(value, default=str)

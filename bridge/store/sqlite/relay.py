@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from bridge.fastjson import dumps, loads
 from bridge.store.leases import Lease, LeaseStore, wall_clock
 from bridge.store.loop_guard import (
     HeldLane,
@@ -78,7 +78,7 @@ class SqliteOutboxStore(OutboxStore):
                 return None
             cursor = self._db.execute(
                 "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
-                (item.lane, json.dumps(body), created),
+                (item.lane, dumps(body), created),
             )
         item.id = int(cursor.lastrowid or 0)
         return item.id
@@ -101,11 +101,11 @@ class SqliteOutboxStore(OutboxStore):
         items = []
         for row_id, body, created, sent in self._db.execute(query, args).fetchall():
             item = OutboxItem.from_body(
-                json.loads(body), id=row_id,
+                loads(body), id=row_id,
                 created_at=from_micros(created) if created is not None else None,
             )
             if sent != "[]":
-                for index, message_id in json.loads(sent):
+                for index, message_id in loads(sent):
                     item.sent[index] = message_id
             items.append(item)
         return items
@@ -152,7 +152,7 @@ class SqliteOutboxStore(OutboxStore):
                         " VALUES (?, ?, ?)", (item_id, index, message_id),
                     )
             for key, value in (remember or {}).items():
-                self._db.execute(_PUT_MAP, (key, json.dumps(value), at))
+                self._db.execute(_PUT_MAP, (key, dumps(value), at))
 
     async def complete(self, item_id: int) -> None:
         async with write_step(self._db):
@@ -182,11 +182,11 @@ class SqliteMessageMapStore(MessageMapStore):
 
     async def put(self, key: str, value: dict[str, Any], now: datetime) -> None:
         async with write_step(self._db, one_statement=True):
-            self._db.execute(_PUT_MAP, (key, json.dumps(value), to_micros(now)))
+            self._db.execute(_PUT_MAP, (key, dumps(value), to_micros(now)))
 
     async def get(self, key: str) -> dict[str, Any] | None:
         row = self._db.execute("SELECT value FROM message_map WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        return loads(row[0]) if row else None
 
     async def prune(self, before: datetime) -> int:
         async with write_step(self._db, one_statement=True):
@@ -207,7 +207,7 @@ class SqliteSpoolStore(SpoolStore):
             if not _claim(self._db, once, now):
                 return None
             cursor = self._db.execute(
-                "INSERT INTO spool (body, created_at) VALUES (?, ?)", (json.dumps(body), created)
+                "INSERT INTO spool (body, created_at) VALUES (?, ?)", (dumps(body), created)
             )
         entry.id = int(cursor.lastrowid or 0)
         return entry.id
@@ -218,7 +218,7 @@ class SqliteSpoolStore(SpoolStore):
         ).fetchall()
         entries = []
         for row_id, body, created in rows:
-            data = json.loads(body)
+            data = loads(body)
             entries.append(SpoolEntry(
                 lane=data["lane"], binding=data["binding"], params=data["params"],
                 created_at=from_micros(created) if created is not None else None, id=row_id,
@@ -241,13 +241,13 @@ class SqliteLoopGuardStore(LoopGuardStore):
 
     def _state(self, lane: str) -> LaneGuard | None:
         row = self._db.execute("SELECT state FROM loop_guard WHERE lane = ?", (lane,)).fetchone()
-        return LaneGuard.from_json(json.loads(row[0])) if row else None
+        return LaneGuard.from_json(loads(row[0])) if row else None
 
     def _save(self, lane: str, state: LaneGuard) -> None:
         self._db.execute(
             "INSERT INTO loop_guard (lane, state) VALUES (?, ?)"
             " ON CONFLICT (lane) DO UPDATE SET state = excluded.state",
-            (lane, json.dumps(state.to_json())),
+            (lane, dumps(state.to_json())),
         )
 
     async def bot_spoke(
@@ -273,7 +273,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
                 created = to_micros(item.created_at) if item.created_at else None
                 self._db.execute(
                     "INSERT INTO loop_held (lane, body, created_at) VALUES (?, ?, ?)",
-                    (lane, json.dumps(item.to_body()), created),
+                    (lane, dumps(item.to_body()), created),
                 )
             else:
                 state = self._state(lane) or LaneGuard()
@@ -306,13 +306,13 @@ class SqliteLoopGuardStore(LoopGuardStore):
             if verdict == "allow":
                 cursor = self._db.execute(
                     "INSERT INTO outbox (lane, body, created_at) VALUES (?, ?, ?)",
-                    (item.lane, json.dumps(item.to_body()), created),
+                    (item.lane, dumps(item.to_body()), created),
                 )
                 item_id = item.id = int(cursor.lastrowid or 0)
             elif self._held(lane) < keep:
                 self._db.execute(
                     "INSERT INTO loop_held (lane, body, created_at) VALUES (?, ?, ?)",
-                    (lane, json.dumps(item.to_body()), created),
+                    (lane, dumps(item.to_body()), created),
                 )
             else:
                 state.held_over += 1
@@ -343,7 +343,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
                     (lane, body, created),
                 )
                 items.append(OutboxItem.from_body(
-                    json.loads(body), id=int(cursor.lastrowid or 0),
+                    loads(body), id=int(cursor.lastrowid or 0),
                     created_at=from_micros(created) if created is not None else None,
                 ))
             self._db.execute("DELETE FROM loop_held WHERE lane = ?", (lane,))
@@ -357,7 +357,7 @@ class SqliteLoopGuardStore(LoopGuardStore):
             " FROM loop_guard AS g WHERE json_extract(g.state, '$.paused') ORDER BY g.lane"
         ).fetchall()
         return [
-            HeldLane(lane, int(held), LaneGuard.from_json(json.loads(state)).held_over)
+            HeldLane(lane, int(held), LaneGuard.from_json(loads(state)).held_over)
             for lane, state, held in rows
         ]
 
