@@ -253,3 +253,46 @@ async def test_a_stream_begun_by_one_instance_is_finished_by_another_in_place(st
     assert platform.posted == ["half of the reply"]  # posted once, by the first
     assert platform.edits == [("m1", "half of the reply, and the rest")]
     await second.stop()
+
+
+class CountingOutboxStore:
+    """The store's outbox, counting the lane reads a worker makes."""
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    async def pending(self, lane=None, limit=None):
+        self.reads += 1
+        return await self.inner.pending(lane=lane, limit=limit)
+
+    def __getattr__(self, name: str):
+        return getattr(self.inner, name)
+
+
+async def test_a_chat_of_one_reply_at_a_time_costs_one_read_per_reply(store) -> None:
+    """After a lone item the worker waits for the next instead of reading the empty lane."""
+    platform = Platform()
+    counted = CountingOutboxStore(store.outbox)
+    outbox = Outbox(counted, store.message_map, lambda lane: (platform, BINDING), clock=clock)
+    for n in range(20):
+        await outbox.put(item(f"reply {n}"))
+        await drain(outbox)
+    assert platform.posted == [f"reply {n}" for n in range(20)]
+    assert counted.reads <= 20 + 1  # two a reply before
+    await outbox.stop()
+
+
+async def test_an_item_another_instance_queues_into_a_waiting_lane_is_sent(store) -> None:
+    """Not told (it was not put here), the waiting worker finds it by its poll."""
+    platform = Platform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.put(item("ours"))
+    await drain(outbox)
+    await store.outbox.append(item("queued by another instance"))
+    async with asyncio.timeout(10):
+        while platform.posted != ["ours", "queued by another instance"]:
+            await asyncio.sleep(0.02)
+    assert await store.outbox.pending() == []
+    await outbox.stop()

@@ -82,3 +82,27 @@ def test_close_commits_what_is_left_and_refuses_later_writes(
     caplog.set_level(logging.INFO, logger="bridge.hub.batched_writes")
     writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (999, "late"))
     assert writes.pending == 0 and "late write is not kept" in caplog.text
+
+
+async def test_the_flushes_of_one_turn_share_one_commit(tmp_path: Path) -> None:
+    """Fifty messages answered at once wait for one commit, not fifty (each did before)."""
+    writes = open_db(tmp_path)
+    durable: list[bool] = []
+
+    async def answer(k: int) -> None:
+        writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (k, "answered"))
+        await writes.flush()
+        # On return its statement is on disk: another connection sees it.
+        other = connect(str(tmp_path / "t.db"))
+        durable.append(other.execute("SELECT 1 FROM t WHERE k = ?", (k,)).fetchone() is not None)
+        other.close()
+
+    await asyncio.gather(*(answer(k) for k in range(50)))
+    assert durable == [True] * 50
+    assert writes.transactions == 1 and writes.committed == 50
+
+
+async def test_a_flush_with_nothing_queued_returns_at_once(tmp_path: Path) -> None:
+    writes = open_db(tmp_path)
+    await writes.flush()
+    assert writes.transactions == 0
