@@ -33,7 +33,7 @@ little it copies (a look at the WAL index, an fsync of the database file), and i
 pages every write touches (an index's last leaf, the outbox's) once each time: rounds 2 ms
 apart took about a tenth of the relay's CPU under a steady stream of writes (bench/relay.py),
 25 ms apart under 3%. Further apart they cost the tracker more than they save: a longer WAL
-makes every read look further in its index (bench/tracking.py: 100 ms apart, 20% fewer
+makes every read look further in its index (bench/tracking.py: 100 ms apart, 20-30% fewer
 tracked messages per CPU second)."""
 
 BUSY_WAL_FRAMES = 1_000
