@@ -1,4 +1,5 @@
-"""The SQLite store's WAL is checkpointed by a thread of its own, not by writes on the loop.
+"""The SQLite store's WAL (and hub.db's) is checkpointed by a thread of its own, not by writes
+on the loop.
 
 Nothing here times anything: the tests wait (bounded) for the thread to have done a round,
 then ask SQLite what is left to copy.
@@ -11,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from bridge.hub.storage import HubDatabase
 from bridge.store import open_store
 from bridge.store.sqlite import SqliteStore
 from bridge.store.sqlite.checkpoint import Checkpointer
@@ -61,4 +63,17 @@ async def test_each_file_store_runs_one_thread_until_it_closes(tmp_path: Path) -
         assert len(running()) == len(before) + 1
         async with open_store("sqlite:///:memory:"):
             assert len(running()) == len(before) + 1  # nothing to checkpoint in memory
+    assert running() == before
+
+
+def test_the_hub_database_has_its_thread_too_until_it_closes(tmp_path: Path) -> None:
+    """`hub.db` takes the per-message writes of every chat: its WAL is copied back off the
+    loop as the relay store's is (the commit that crossed the threshold took 30 ms)."""
+    def running() -> list[str]:
+        return [t.name for t in threading.enumerate() if t.name.startswith("sqlite-checkpoint")]
+
+    before = running()
+    hub_db = HubDatabase.in_data_dir(tmp_path)
+    assert running() == [*before, f"sqlite-checkpoint {tmp_path / 'hub.db'}"]
+    hub_db.close()
     assert running() == before
