@@ -4,24 +4,21 @@ Times are integer microseconds since the epoch, as SQLite writes them (`bridge.s
 so no precision is lost and a score in a sorted set orders like the time. Optional fields that
 are None are left out, which keeps an open conversation's record small; JSON is compact and
 UTF-8 (Redis strings are binary-safe), so `redis-cli` still shows something an operator can
-read.
+read. The JSON itself is `bridge.fastjson`'s, as for the SQLite store's rows (exact for
+integers within 64 bits, which every number here is).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from bridge.fastjson import dumps, loads
 from bridge.store.loop_guard import LaneGuard
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.relay import OutboxItem, SpoolEntry
-
-
-def dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _micros(moment: datetime | None) -> int | None:
@@ -69,7 +66,7 @@ def decode_conversation(elements: Sequence[str]) -> Conversation | None:
     """The conversation a list holds ([record, entry, …]); None for an empty (absent) list."""
     if not elements:
         return None
-    data = json.loads(elements[0])
+    data = loads(elements[0])
     depth = data.get("depth")
     return Conversation(
         request_id=data["request_id"],
@@ -90,7 +87,7 @@ def decode_conversation(elements: Sequence[str]) -> Conversation | None:
 
 
 def _decode_entry(element: str) -> HistoryEntry:
-    data = json.loads(element)
+    data = loads(element)
     return HistoryEntry(
         type=data["type"],
         from_=data["from"],
@@ -111,7 +108,7 @@ def encode_item(item: OutboxItem) -> str:
 
 
 def decode_item(text: str, item_id: int = 0) -> OutboxItem:
-    data = json.loads(text)
+    data = loads(text)
     return OutboxItem.from_body(data["body"], id=item_id, created_at=_moment(data["created_at"]))
 
 
@@ -124,8 +121,8 @@ def encode_queued_item(item: OutboxItem) -> list[str]:
 
 
 def decode_queued_item(elements: Sequence[str], item_id: int) -> OutboxItem:
-    data = json.loads(elements[0])
-    body = {**data["body"], "sent": [json.loads(element) for element in elements[1:]]}
+    data = loads(elements[0])
+    body = {**data["body"], "sent": [loads(element) for element in elements[1:]]}
     return OutboxItem.from_body(body, id=item_id, created_at=_moment(data["created_at"]))
 
 
@@ -144,7 +141,7 @@ def encode_spool_entry(entry: SpoolEntry, now: datetime) -> list[str]:
 
 
 def decode_spool_entry(elements: Sequence[str], entry_id: int) -> SpoolEntry:
-    data = json.loads(elements[0])
+    data = loads(elements[0])
     return SpoolEntry(
         lane=data["lane"], binding=data["binding"], params=data["params"],
         created_at=_moment(data["created_at"]), id=entry_id,
@@ -165,7 +162,7 @@ def encode_guard(state: LaneGuard) -> dict[str, str]:
 
 def decode_guard(fields: Mapping[str, str]) -> LaneGuard:
     return LaneGuard.from_json({
-        "recent": json.loads(fields.get("recent") or "[]"),
+        "recent": loads(fields.get("recent") or "[]"),
         "paused": fields.get("paused") == "1",
         "held_over": int(fields.get("held_over") or 0),
     })  # fmt: skip

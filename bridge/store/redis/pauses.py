@@ -7,12 +7,11 @@ No TTL: a pause lasts until someone resumes it.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 
+from bridge.fastjson import dumps, loads
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.pauses import Paused, PauseStore, checked_at
-from bridge.store.redis.codec import dumps
 from bridge.store.redis.concern import RedisConcern
 
 
@@ -30,5 +29,5 @@ class RedisPauseStore(RedisConcern, PauseStore):
         found = await self._redis.hgetall(self._keys.pauses)
         return {
             key: Paused(data["by"], from_micros(data["at"]))
-            for key, data in ((key, json.loads(text)) for key, text in sorted(found.items()))
+            for key, data in ((key, loads(text)) for key, text in sorted(found.items()))
         }

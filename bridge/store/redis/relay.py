@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from redis.asyncio import Redis
 
+from bridge.fastjson import dumps, loads
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.redis.aging import prune_by_age
 from bridge.store.redis.codec import (
     decode_queued_item,
     decode_spool_entry,
-    dumps,
     encode_message_id,
     encode_queued_item,
     encode_spool_entry,
@@ -160,7 +159,7 @@ class RedisMessageMapStore(RedisConcern, MessageMapStore):
 
     async def get(self, key: str) -> dict[str, Any] | None:
         found = await self._redis.hget(self._keys.message_map, key)
-        return None if found is None else json.loads(found)
+        return None if found is None else loads(found)
 
     async def prune(self, before: datetime) -> int:
         return await prune_by_age(
