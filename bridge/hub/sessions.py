@@ -141,10 +141,7 @@ class SessionDirectory:
         writes.add("INSERT OR REPLACE INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
                    (session.id, seq, dumps(entry)))
         limit = self._transcript_limit
-        # Trimmed every `TRIM_EVERY` lines, not on every one: a range delete costs more than
-        # the insert it follows, and the rows kept beyond the limit (at most TRIM_EVERY - 1
-        # per session) are never read back past it (`load` keeps the last `limit`).
-        if seq >= limit and seq % min(TRIM_EVERY, limit) == 0:
+        if trim_due(seq, limit):
             writes.add("DELETE FROM transcripts WHERE session_id = ? AND seq <= ?",
                        (session.id, seq - limit))
 
@@ -262,12 +259,19 @@ class SessionDirectory:
         writes.add("INSERT OR REPLACE INTO accepted_msgs (binding_id, seq, msg_id, session_id)"
                    " VALUES (?, ?, ?, ?)", (binding_id, seq, msg_id, session.id))
         limit = self._dedup_limit
-        if seq >= limit and seq % min(TRIM_EVERY, limit) == 0:  # as transcripts (`record`)
+        if trim_due(seq, limit):
             writes.add("DELETE FROM accepted_msgs WHERE binding_id = ? AND seq <= ?",
                        (binding_id, seq - limit))
 
     def __len__(self) -> int:
         return len(self._active)
+
+
+def trim_due(seq: int, limit: int) -> bool:
+    """Whether the row numbered `seq` of a series bounded to `limit` rows trims the older ones:
+    every `TRIM_EVERY` rows past the bound, so at most TRIM_EVERY - 1 stay beyond it, and
+    `load` keeps only the last `limit` of what it reads back."""
+    return seq >= limit and seq % min(TRIM_EVERY, limit) == 0
 
 
 def _recent_retired(db: HubDatabase, limit: int) -> list[Any]:
