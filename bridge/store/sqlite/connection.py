@@ -114,13 +114,19 @@ class GroupCommit:
         except BaseException as exc:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
-            for waiter in self.waiters:
-                if not waiter.done():
-                    waiter.set_exception(exc)
+            self._tell(exc)
             return
+        self._tell(None)
+
+    def _tell(self, failure: BaseException | None) -> None:
+        """Every step of the group learns how the commit went (a cancelled one is gone)."""
         for waiter in self.waiters:
-            if not waiter.done():
+            if waiter.done():
+                continue
+            if failure is None:
                 waiter.set_result(None)
+            else:
+                waiter.set_exception(failure)
 
 
 @asynccontextmanager
