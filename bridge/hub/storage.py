@@ -15,8 +15,8 @@ import sqlite3
 from pathlib import Path
 
 from bridge.hub.batched_writes import BatchedWrites
-from bridge.store.sqlite.checkpoint import Checkpointer
-from bridge.store.sqlite.connection import IN_MEMORY, connect, write_transaction
+from bridge.store.sqlite.checkpoint import start_checkpoints
+from bridge.store.sqlite.connection import connect, write_transaction
 from bridge.store.sqlite.migrations import Migration, migrate
 
 HUB_MIGRATIONS: tuple[Migration, ...] = (
@@ -179,13 +179,10 @@ class HubDatabase:
             raise
         self.writes = BatchedWrites(self.db)
         """Per-message writes, batched (see the module docstring)."""
-        self._checkpointer: Checkpointer | None = None
-        if self.path != IN_MEMORY:
-            # As the relay store's: the WAL copied back by a thread of its own, not by the
-            # commit that crosses `wal_autocheckpoint` (30 ms with the loop stopped, under
-            # 50 conversations at once: bench/relay.py).
-            self._checkpointer = Checkpointer(self.path)
-            self._checkpointer.start()
+        # As the relay store's: the WAL copied back by a thread of its own, not by the commit
+        # that crosses `wal_autocheckpoint` (30 ms with the loop stopped, under 50
+        # conversations at once: bench/relay.py).
+        self._checkpointer = start_checkpoints(self.path)
 
     @classmethod
     def in_data_dir(cls, data_dir: Path) -> HubDatabase:

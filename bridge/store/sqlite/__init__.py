@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from bridge.store.base import Store
-from bridge.store.sqlite.checkpoint import Checkpointer
+from bridge.store.sqlite.checkpoint import start_checkpoints
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
 from bridge.store.sqlite.migrations import migrate
@@ -39,10 +39,7 @@ class SqliteStore(Store):
         self.leases = SqliteLeaseStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
         self.pauses = SqlitePauseStore(self._db)
-        self._checkpointer: Checkpointer | None = None
-        if path != IN_MEMORY:
-            self._checkpointer = Checkpointer(path)
-            self._checkpointer.start()
+        self._checkpointer = start_checkpoints(path)
 
     async def close(self) -> None:
         group = getattr(self._db, "group", None)

@@ -20,7 +20,7 @@ import os
 import sqlite3
 import threading
 
-from bridge.store.sqlite.connection import BUSY_TIMEOUT_MS
+from bridge.store.sqlite.connection import BUSY_TIMEOUT_MS, IN_MEMORY
 
 log = logging.getLogger(__name__)
 
@@ -85,3 +85,12 @@ class Checkpointer:
                 )
         finally:
             db.close()
+
+
+def start_checkpoints(path: str) -> Checkpointer | None:
+    """The running checkpoint thread of a database file; None for one in memory (no WAL)."""
+    if path == IN_MEMORY:
+        return None
+    checkpointer = Checkpointer(path)
+    checkpointer.start()
+    return checkpointer
