@@ -85,7 +85,7 @@ async def server(*args: str) -> AsyncIterator[tuple[str, int]]:
 
 
 class Cpu:
-    """CPU seconds of some processes between `start()` and `per(round_trips)`."""
+    """CPU seconds of some processes between `start()` and `spent()`."""
 
     def __init__(self, *pids: int) -> None:
         self.pids = pids
@@ -97,8 +97,8 @@ class Cpu:
     def start(self) -> None:
         self.started = self._now()
 
-    def per(self, round_trips: int) -> float:
-        return (self._now() - self.started) / max(1, round_trips)
+    def spent(self) -> float:
+        return self._now() - self.started
 
 
 async def tabs_for(session: aiohttp.ClientSession, url: str, rooms: int) -> list[Tab]:
@@ -133,7 +133,7 @@ class Figures:
         self.cpu.start()
         for _ in range(messages):
             self.serial.append(await round_trip(0))
-        self.serial_cpu_s += self.cpu.per(1)
+        self.serial_cpu_s += self.cpu.spent()
 
     async def concurrent_round(self, round_trip: RoundTrip, conversations: int,
                                seconds: float) -> None:
@@ -147,7 +147,7 @@ class Figures:
         started = time.perf_counter()
         await asyncio.gather(*(drive(i) for i in range(conversations)))
         self.concurrent_s += time.perf_counter() - started
-        self.concurrent_cpu_s += self.cpu.per(1)
+        self.concurrent_cpu_s += self.cpu.spent()
 
 
 RoundTrip = Callable[[int], Awaitable[float]]
