@@ -163,10 +163,13 @@ class Room:
     def handed_off(self, message_id: str) -> None:
         self._not_handed_off.discard(message_id)
 
-    async def broadcast(self, frame: dict[str, Any]) -> None:
-        """Send one frame to every member; a member whose socket fails is skipped, not fatal."""
+    async def broadcast(self, frame: dict[str, Any], *, skip: Member | None = None) -> None:
+        """Send one frame to every member (but `skip`); a member whose socket fails is
+        skipped, not fatal."""
+        members = [member for member in self.members if member is not skip]
+        if not members:
+            return
         data = encode(frame)
-        members = list(self.members)
         if len(members) == 1:  # the common case: no gather, no task per frame
             try:
                 await members[0].send_text(data)

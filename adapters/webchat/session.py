@@ -143,9 +143,8 @@ class WebchatSession:
         message, _ = await self.chat.post_human(self, room, frame.client_message_id, frame.text)
         # The page may be gone already (sent, then closed at once): a failed ack must not
         # keep the message from the bots, who are the reason it was sent.
-        await self._send_quietly(
-            {"type": "ack", "client_message_id": frame.client_message_id, "message_id": message.id}
-        )
+        await self._send_quietly({"type": "ack", "client_message_id": frame.client_message_id,
+                                  "message_id": message.id, "message": message.to_json()})
         if not room.awaits_hand_off(message.id):
             return  # a resend of a message the bridge already has
         try:

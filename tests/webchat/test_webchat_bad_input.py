@@ -72,7 +72,7 @@ async def test_oversize_messages_are_refused_with_a_notice(start_webchat, http) 
     assert (error["code"], error["client_message_id"]) == ("too_long", "m-big")
     assert "50" in error["message"]
     await ada.say("x" * 50)
-    assert (await ada.expect("message"))["message"]["text"] == "x" * 50
+    assert (await ada.expect("ack"))["message"]["text"] == "x" * 50
     assert (await wait_for(chat.inbound)).text == "x" * 50  # the refused one never got there
     assert chat.inbound.empty()
 
@@ -159,7 +159,7 @@ async def test_human_html_is_never_sent_as_html(connect) -> None:
     client = await connect()
     await client.join()
     await client.say('<img src=x onerror="alert(1)">')
-    message = (await client.expect("message"))["message"]
+    message = (await client.expect("ack"))["message"]
     assert message["html"] is None
     assert message["text"] == '<img src=x onerror="alert(1)">'
 

@@ -140,6 +140,6 @@ async def test_history_can_be_switched_off(start_webchat, http) -> None:
     ada = await open_client(http, chat.ws_url)
     await ada.join()
     await ada.say("gone with the wind")
-    await ada.expect("message")
+    await ada.expect("ack")
     late = await open_client(http, chat.ws_url)
     assert (await late.join())["history"] == []

@@ -36,16 +36,16 @@ async def test_human_message_reaches_everyone_in_the_room_and_the_sink(connect, 
 
     client_message_id = await ada.say("hello @Rules and @Mantis, cc @everyone and a@b.com")
 
-    seen_by_ada = await ada.expect("message")
-    ack = await ada.expect("ack")
+    ack = await ada.expect("ack")  # the sender's one frame: the ack carries the message
     seen_by_bob = await bob.expect("message")
-    message = seen_by_ada["message"]
-    assert seen_by_bob["message"] == message
+    message = seen_by_bob["message"]
     assert ack == {
         "type": "ack",
         "client_message_id": client_message_id,
         "message_id": message["id"],
+        "message": message,
     }
+    await ada.assert_quiet()  # and no "message" frame of its own as well
     assert message["kind"] == "human"
     assert message["sender"] == {"name": "Ada", "is_bot": False}
     assert message["text"] == "hello @Rules and @Mantis, cc @everyone and a@b.com"
@@ -71,7 +71,7 @@ async def test_rooms_do_not_hear_each_other(connect) -> None:
     await ada.join("lobby", "Ada")
     await eve.join("kitchen", "Eve")
     await ada.say("only for the lobby")
-    await ada.expect("message")
+    await ada.expect("ack")
     await eve.assert_quiet()
 
 
@@ -105,8 +105,7 @@ async def test_client_retries_are_posted_once(connect, webchat) -> None:
     await bob.join("lobby", "Bob")
 
     await ada.say("only once", client_message_id="m-retry")
-    first = (await ada.expect("message"))["message"]
-    await ada.expect("ack")
+    first = (await ada.expect("ack"))["message"]
 
     await ada.say("only once", client_message_id="m-retry")
     second_ack = await ada.expect("ack")
@@ -123,7 +122,7 @@ async def test_a_retry_after_reconnecting_is_posted_once(connect, webchat) -> No
     first_tab = await connect()
     await first_tab.join("lobby", "Ada")
     await first_tab.say("sent before the network dropped", client_message_id="m-1")
-    original = (await first_tab.expect("message"))["message"]
+    original = (await first_tab.expect("ack"))["message"]
     await first_tab.ws.close()
 
     reconnected = await connect(first_tab.client_id)
@@ -143,9 +142,10 @@ async def test_same_message_id_from_another_client_is_a_new_message(connect) -> 
     await ada.say("hi", client_message_id="m-1")
     from_ada = (await bob.expect("message"))["message"]
     await bob.say("hi", client_message_id="m-1")
-    from_bob = (await bob.expect("message"))["message"]
+    ack = await bob.expect("ack")
+    from_bob = ack["message"]
     assert from_bob["sender"]["name"] == "Bob"
-    assert (await bob.expect("ack"))["message_id"] == from_bob["id"] != from_ada["id"]
+    assert ack["message_id"] == from_bob["id"] != from_ada["id"]
 
 
 async def test_switching_rooms_leaves_the_old_one(connect) -> None:
@@ -154,7 +154,7 @@ async def test_switching_rooms_leaves_the_old_one(connect) -> None:
     await bob.join("lobby", "Bob")
     await ada.join("kitchen", "Ada")
     await bob.say("anyone here?")
-    await bob.expect("message")
+    await bob.expect("ack")
     await ada.assert_quiet()
 
 
@@ -166,7 +166,7 @@ async def test_human_protocol_blocks_carry_a_card(connect) -> None:
         "```\n[REQUEST → @Rules]\nFrom: @Ada\nRequestId: ada-123\nTask: what is 2+2\n"
         "Depth: 1/5\n```"
     )
-    message = (await ada.expect("message"))["message"]
+    message = (await ada.expect("ack"))["message"]
     assert message["protocol"]["type"] == "REQUEST"
     assert message["protocol"]["request_id"] == "ada-123"
     assert message["protocol"]["depth"] == {"current": 1, "max": 5}
@@ -176,7 +176,7 @@ async def test_plain_human_text_has_no_card(connect) -> None:
     ada = await connect()
     await ada.join("lobby", "Ada")
     await ada.say("just chatting")
-    assert (await ada.expect("message"))["message"]["protocol"] is None
+    assert (await ada.expect("ack"))["message"]["protocol"] is None
 
 
 async def test_bound_rooms_are_reported_so_the_page_can_hint(connect, webchat) -> None:
@@ -196,7 +196,6 @@ async def test_a_failing_sink_is_reported_to_the_sender(start_webchat, http) -> 
     ada = await open_client(http, chat.ws_url)
     await ada.join("lobby", "Ada")
     client_message_id = await ada.say("hello?")
-    await ada.expect("message")
     await ada.expect("ack")
     error = await ada.expect("error")
     assert error["code"] == "not_delivered"

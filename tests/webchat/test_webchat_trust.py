@@ -52,7 +52,7 @@ async def test_a_reloaded_page_keeps_its_id_and_its_resends(connect, webchat) ->
     first = await connect()
     await first.join("lobby", "Ada")
     await first.say("queued while offline", client_message_id="m-7")
-    original = (await drain_until(first, "message"))["message"]
+    original = (await drain_until(first, "ack"))["message"]
     sender = (await wait_for(webchat.inbound)).sender.id
     await first.ws.close()
 

@@ -381,6 +381,12 @@
     update(frame) { showMessage(frame.message); },
     ack(frame) {
       state.pending.delete(frame.client_message_id);
+      // The ack carries the message as posted: it replaces the "sending…" copy.
+      if (frame.message && typeof frame.message === "object") {
+        showMessage(frame.message);
+        showStatus();
+        return;
+      }
       const node = findPending(frame.client_message_id);
       if (node) {
         node.classList.remove("pending");
