@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+from datetime import datetime
 from typing import Any
 
 from bridge.core.binding import Binding
@@ -18,6 +19,7 @@ from bridge.core.context import RelayContext
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
+from bridge.core.relay_state import RelayState
 from bridge.protocol import parse
 
 log = logging.getLogger(__name__)
@@ -38,17 +40,24 @@ class OutboundPipeline:
         ctx = self.ctx
         event_id = params.get("event_id")
         once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
-        if once is not None and await ctx.store.seen.has(once):
+        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+        asked = binding and RelayState.arrival_key(binding.channel, binding.chat,
+                                                   params.get("source_msg_id"))
+        # Is it a replay, and when did the message it answers arrive: one read for both.
+        keys = [key for key in (once, asked) if key]
+        seen = await ctx.store.seen.seen_at(keys) if keys else {}
+        if once is not None and once in seen:
             log.debug("dropping repeated delivery %s", event_id)
             return
-        queued = await self._deliver(params, once)
+        queued = await self._deliver(params, binding, once, seen.get(asked) if asked else None)
         if once is not None and not queued:
             await ctx.store.seen.add(once, ctx.clock())  # the paths that queued nothing
 
-    async def _deliver(self, params: dict[str, Any], once: str | None) -> bool:
-        """True when an output was queued (and `once` remembered with it)."""
+    async def _deliver(self, params: dict[str, Any], binding: Binding | None,
+                       once: str | None, asked_at: datetime | None) -> bool:
+        """True when an output was queued (and `once` remembered with it). `asked_at`: when
+        the message this output answers was accepted, if it answers one."""
         ctx = self.ctx
-        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
         if binding is None:
             log.warning("delivery for unknown binding %r dropped", params.get("binding_id"))
             ctx.metrics.drop("unknown", "out", "unknown_binding")
@@ -97,8 +106,6 @@ class OutboundPipeline:
         text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
-        asked_at = await ctx.state.arrival(binding.channel, binding.chat,
-                                           params.get("source_msg_id"))
         log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
         return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
                                          conversation=session, protocol=protocol, once=once,

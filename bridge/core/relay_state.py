@@ -76,10 +76,12 @@ class RelayState:
         await self.store.message_map.put(f"clarifying:{lane}", {"may": may}, self.clock())
 
     # ------------------------------------------------------------------ arrivals
-    async def arrival(self, channel: str, chat: str, msg_id: Any) -> datetime | None:
-        """When the message a bot reply answers (its `source_msg_id`) was accepted, if known:
-        the time its dedupe key was written, so no extra write per message is needed for
-        `bcn_bridge_relay_seconds` (any instance may post the reply; the time is shared)."""
+    @staticmethod
+    def arrival_key(channel: str, chat: str, msg_id: Any) -> str | None:
+        """The `seen` key whose time says when the message a bot reply answers (its
+        `source_msg_id`) was accepted: its dedupe key, so no extra write per message is
+        needed for `bcn_bridge_relay_seconds` (any instance may post the reply; the time is
+        shared). None when the reply answers no message."""
         if not isinstance(msg_id, str) or not msg_id:
             return None
-        return await self.store.seen.when(f"in:{channel}|{chat}|{msg_id}")
+        return f"in:{channel}|{chat}|{msg_id}"

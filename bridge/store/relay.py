@@ -7,7 +7,7 @@ operations, so memory, SQLite and (later) Redis implement them alike.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -25,8 +25,10 @@ class SeenStore(ABC):
         """Was `key` seen already? (Asking does not remember it.)"""
 
     @abstractmethod
-    async def when(self, key: str) -> datetime | None:
-        """When `key` was first seen (None if never): e.g. when a message was accepted."""
+    async def seen_at(self, keys: Sequence[str]) -> dict[str, datetime]:
+        """When each of `keys` was first seen (e.g. when a message was accepted); the keys
+        never seen are left out. One read for several: a bot's reply asks at once whether
+        its delivery is a replay and when the message it answers arrived."""
 
     @abstractmethod
     async def prune(self, before: datetime) -> int:

@@ -134,10 +134,18 @@ async def test_many_parts_are_recorded_without_rewriting_the_item(store: Store) 
 
 
 async def test_a_seen_key_tells_when_it_was_first_seen(store: Store) -> None:
-    assert await store.seen.when("k") is None
+    assert await store.seen.seen_at(["k"]) == {}
     await store.seen.add("k", T0)
     await store.seen.add("k", T0 + timedelta(hours=1))  # seen again: the first time stays
-    assert await store.seen.when("k") == T0
+    assert await store.seen.seen_at(["k"]) == {"k": T0}
+
+
+async def test_seen_keys_are_asked_for_several_at_once(store: Store) -> None:
+    await store.seen.add("evt:1", T0)
+    await store.seen.add("in:a|b|m-1", T0 + timedelta(seconds=3))
+    found = await store.seen.seen_at(["in:a|b|m-1", "never", "evt:1"])
+    assert found == {"evt:1": T0, "in:a|b|m-1": T0 + timedelta(seconds=3)}
+    assert await store.seen.seen_at([]) == {}
 
 
 async def test_outbox_counts_what_is_not_completed_in_every_lane(store: Store) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -41,8 +41,8 @@ class MemorySeenStore(SeenStore):
     async def has(self, key: str) -> bool:
         return key in self._seen
 
-    async def when(self, key: str) -> datetime | None:
-        return self._seen.get(key)
+    async def seen_at(self, keys: Sequence[str]) -> dict[str, datetime]:
+        return {key: self._seen[key] for key in keys if key in self._seen}
 
     async def prune(self, before: datetime) -> int:
         old = [key for key, at in self._seen.items() if at < before]

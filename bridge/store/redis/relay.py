@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,9 +43,12 @@ class RedisSeenStore(RedisConcern, SeenStore):
     async def has(self, key: str) -> bool:
         return await self._redis.zscore(self._keys.seen, key) is not None
 
-    async def when(self, key: str) -> datetime | None:
-        score = await self._redis.zscore(self._keys.seen, key)
-        return None if score is None else from_micros(int(score))
+    async def seen_at(self, keys: Sequence[str]) -> dict[str, datetime]:
+        if not keys:
+            return {}
+        scores = await self._redis.zmscore(self._keys.seen, list(keys))
+        return {key: from_micros(int(score))
+                for key, score in zip(keys, scores, strict=True) if score is not None}
 
     async def prune(self, before: datetime) -> int:
         return await prune_by_age(self._scripts, self._keys.seen, before)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -49,9 +49,14 @@ class SqliteSeenStore(SeenStore):
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
         return row is not None
 
-    async def when(self, key: str) -> datetime | None:
-        row = self._db.execute("SELECT seen_at FROM seen_keys WHERE key = ?", (key,)).fetchone()
-        return from_micros(row[0]) if row else None
+    async def seen_at(self, keys: Sequence[str]) -> dict[str, datetime]:
+        if not keys:
+            return {}
+        rows = self._db.execute(
+            f"SELECT key, seen_at FROM seen_keys WHERE key IN ({', '.join('?' * len(keys))})",
+            tuple(keys),
+        ).fetchall()
+        return {key: from_micros(at) for key, at in rows}
 
     async def prune(self, before: datetime) -> int:
         async with write_step(self._db, one_statement=True):
