@@ -8,12 +8,11 @@ writer, and sqlite3 releases the GIL while they work, so the loop keeps running.
 rates a bridge sees (measured up to 2,000 tracked messages/s) the thread catches up between
 two writes, SQLite starts the WAL afresh on the next one, and the loop connection's own
 autocheckpoint is never reached (longest write 7 ms, against 36 ms without the thread).
-Under writes as fast as the store can take them (the benchmarks' fill) no background round
-ends fully caught up and the WAL grows; the loop's own threshold is set far out (~400 MB,
-`connection.WAL_AUTOCHECKPOINT_PAGES`) so the thread catches up at the first pause instead of
-a commit on the loop syncing the lot. What the loop still syncs is the WAL's first frame
-after each fresh start (SQLite's guard against out-of-order writes): one short fsync per
-restart, a handful a second under load.
+Under writes as fast as the store can take them (the benchmarks' fill), no background round
+ever ends fully caught up, the WAL reaches the loop's threshold, and that checkpoint still
+syncs what was written since the thread's last round: those stalls remain, as before. The
+loop also syncs the WAL's first frame after each fresh start (SQLite's guard against
+out-of-order writes): one short fsync per restart, a handful a second under load.
 """
 
 from __future__ import annotations
