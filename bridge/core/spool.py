@@ -128,7 +128,9 @@ class InboundSpool:
                     await self._refused(lane, binding, params, exc)
                     return
             else:
-                await self.store.seen.add(key, self.clock())
+                # The hub has it now and knows its msg_id: a crash that loses the key costs a
+                # redelivery the hub answers `duplicate`, so the key need not wait for a commit.
+                await self.store.seen.note(key, self.clock())
                 self.metrics.accepted(lane.channel)
                 await self.on_accepted(lane, payload)
                 return

@@ -12,13 +12,18 @@ bridge instances should share Redis, not one SQLite file.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import sqlite3
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 
+log = logging.getLogger(__name__)
+
 BUSY_TIMEOUT_MS = 5000
+LAZY_COMMIT = 0.05
+"""Longest a `write_soon` write waits for its commit when no step that waits comes along."""
 WAL_AUTOCHECKPOINT_PAGES = 10_000
 IN_MEMORY = ":memory:"
 PRIVATE_FILE_MODE = 0o600
@@ -96,24 +101,43 @@ class GroupCommit:
     steps cost one COMMIT instead of fifty.
     """
 
-    def __init__(self, db: StoreConnection) -> None:
+    def __init__(self, db: StoreConnection, *, lazy: bool = False) -> None:
         self.db = db
         self.waiters: list[asyncio.Future[None]] = []
         """One future per step: a step whose caller is cancelled drops only its own, and
         none needs the shield (a future and two callbacks) a shared one would."""
+        self.unwaited = 0
+        """`write_soon` writes in the group: nobody hears if their commit fails."""
         db.execute("BEGIN IMMEDIATE")
         db.group = self
-        asyncio.get_running_loop().call_soon(self.commit_now)
+        loop = asyncio.get_running_loop()
+        self._due: asyncio.TimerHandle | None = None
+        self._this_turn = False
+        if lazy:
+            self._due = loop.call_later(LAZY_COMMIT, self.commit_now)
+        else:
+            self.commit_this_turn()
+
+    def commit_this_turn(self) -> None:
+        """A step that waits for the commit joined: commit when this turn of the loop ends."""
+        if not self._this_turn:
+            self._this_turn = True
+            asyncio.get_running_loop().call_soon(self.commit_now)
 
     def commit_now(self) -> None:
         if self.db.group is not self:
             return  # committed already (a plain transaction asked for it first)
         self.db.group = None
+        if self._due is not None:
+            self._due.cancel()
         try:
             self.db.execute("COMMIT")
         except BaseException as exc:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
+            if self.unwaited:
+                log.warning("store: a commit failed, and with it %d write(s) nobody waited "
+                            "for: %s", self.unwaited, exc)
             self._tell(exc)
             return
         self._tell(None)
@@ -141,6 +165,7 @@ async def write_step(
     """
     assert isinstance(db, StoreConnection), "open the database with connect()"
     group = db.group or GroupCommit(db)
+    group.commit_this_turn()
     if one_statement:
         yield db
     else:
@@ -155,3 +180,15 @@ async def write_step(
     waiter = asyncio.get_running_loop().create_future()
     group.waiters.append(waiter)
     await waiter
+
+
+def write_soon(db: sqlite3.Connection, statement: str, args: tuple[object, ...]) -> sqlite3.Cursor:
+    """One statement written now and committed without anyone waiting: with the next step
+    that waits for its commit, or `LAZY_COMMIT` seconds later if none comes. For writes a
+    crash may lose at no cost (see `SeenStore.note`); this connection reads them at once.
+    Under one message at a time this saves the message's own commit: its key rides along
+    with the commit of the bot's reply."""
+    assert isinstance(db, StoreConnection), "open the database with connect()"
+    group = db.group or GroupCommit(db, lazy=True)
+    group.unwaited += 1
+    return db.execute(statement, args)

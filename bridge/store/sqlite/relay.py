@@ -27,7 +27,7 @@ from bridge.store.relay import (
     SpoolEntry,
     SpoolStore,
 )
-from bridge.store.sqlite.connection import write_step
+from bridge.store.sqlite.connection import write_soon, write_step
 from bridge.store.streams import StreamStore
 
 
@@ -44,6 +44,10 @@ class SqliteSeenStore(SeenStore):
                 (key, to_micros(now)),
             )
         return cursor.rowcount == 1
+
+    async def note(self, key: str, now: datetime) -> None:
+        write_soon(self._db, "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
+                   (key, to_micros(now)))
 
     async def has(self, key: str) -> bool:
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
