@@ -65,7 +65,11 @@ class OutboundPipeline:
         thread_id = params.get("thread_id") or binding.thread
         lane = Lane(binding.channel, binding.chat, thread_id)
         session = str(params.get("bcs_session_id") or "")
-        if session:
+        if session and asked_at is None:
+            # A reply to a message a bridge accepted is in the session recorded when it was
+            # accepted (InboundPipeline.accepted): no read for it. Only output that answers no
+            # such message (a bot speaking up) tells the chat's session — and a late reply to
+            # a message from before a /new no longer takes the chat back to the old session.
             await ctx.state.set_session(lane.key, session)
         kind = str(params.get("kind") or "final")
         text = str(params.get("text") or "")

@@ -151,6 +151,32 @@ async def test_bots_answering_each_other_lose_nothing_to_the_loop_guard(start_sy
     assert "4 message(s)" in resumed[0].text
 
 
+async def test_the_chat_session_comes_from_accepted_messages_and_bots_speaking_up(start_system):
+    """A reply to a message the bridge accepted does not set the chat's session (it was
+    recorded at acceptance, and a late one must not undo a /new); output that answers no
+    message (a bot speaking up) does."""
+    system = await start_system(stream=False)
+    relay = system.app.relay
+    lane = "testchat:main|room|"
+    [binding_id] = relay.link.bindings_by_id
+    await system.chat_adapter.say("room", "hello", message_id="m-1")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    accepted = await relay.ctx.state.session(lane)
+    assert accepted and accepted.startswith("demo:channel_testchat_")
+
+    def output(n: int, session: str, **extra: object) -> dict[str, object]:
+        return {"event_id": f"late-{n}", "binding_id": binding_id, "bcs_session_id": session,
+                "run_id": f"r-late-{n}", "sender": {"bot_uuid": "b", "name": "Echo"},
+                "kind": "final", "text": f"late {n}", "seq": 1, **extra}
+
+    await relay.outbound.deliver(output(1, "demo:an-older-session", source_msg_id="m-1"))
+    assert await relay.ctx.state.session(lane) == accepted
+    await relay.outbound.deliver(output(2, "demo:a-bot-speaks-up"))
+    assert await relay.ctx.state.session(lane) == "demo:a-bot-speaks-up"
+    await relay.outbox.wait_idle()
+    assert {"late 1", "late 2"} <= set(texts(finals_from(system.chat.messages, "Echo")))
+
+
 async def test_duplicate_platform_message_is_relayed_once(start_system):
     system = await start_system()
     await system.chat_adapter.say("room", "only once please", message_id="dup-1")
