@@ -23,7 +23,7 @@ class SeenStore(ABC):
     async def note(self, key: str, now: datetime) -> None:
         """`add`, without waiting for the key to be durable: for a key whose loss in a crash
         costs only a repeat that the BCN recognizes itself — a message the hub accepted,
-        whose `msg_id` is the hub's idempotency key (CHANNEL_LINK: `duplicate`). A store
+        whose `msg_id` is the hub's idempotency key (it answers `duplicate`). A store
         whose writes cost nothing to wait for simply adds."""
         await self.add(key, now)
 
