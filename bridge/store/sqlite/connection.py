@@ -101,7 +101,7 @@ class GroupCommit:
     steps cost one COMMIT instead of fifty.
     """
 
-    def __init__(self, db: StoreConnection, *, lazy: bool = False) -> None:
+    def __init__(self, db: StoreConnection) -> None:
         self.db = db
         self.waiters: list[asyncio.Future[None]] = []
         """One future per step: a step whose caller is cancelled drops only its own, and
@@ -110,19 +110,19 @@ class GroupCommit:
         """`write_soon` writes in the group: nobody hears if their commit fails."""
         db.execute("BEGIN IMMEDIATE")
         db.group = self
-        loop = asyncio.get_running_loop()
         self._due: asyncio.TimerHandle | None = None
         self._this_turn = False
-        if lazy:
-            self._due = loop.call_later(LAZY_COMMIT, self.commit_now)
-        else:
-            self.commit_this_turn()
 
     def commit_this_turn(self) -> None:
         """A step that waits for the commit joined: commit when this turn of the loop ends."""
         if not self._this_turn:
             self._this_turn = True
             asyncio.get_running_loop().call_soon(self.commit_now)
+
+    def commit_soon(self) -> None:
+        """Only writes nobody waits for so far: commit within `LAZY_COMMIT` at the latest."""
+        if not self._this_turn and self._due is None:
+            self._due = asyncio.get_running_loop().call_later(LAZY_COMMIT, self.commit_now)
 
     def commit_now(self) -> None:
         if self.db.group is not self:
@@ -189,6 +189,7 @@ def write_soon(db: sqlite3.Connection, statement: str, args: tuple[object, ...])
     Under one message at a time this saves the message's own commit: its key rides along
     with the commit of the bot's reply."""
     assert isinstance(db, StoreConnection), "open the database with connect()"
-    group = db.group or GroupCommit(db, lazy=True)
+    group = db.group or GroupCommit(db)
+    group.commit_soon()
     group.unwaited += 1
     return db.execute(statement, args)
