@@ -38,9 +38,15 @@ def sent_key(channel: str, chat_id: str, message_id: str) -> str:
     return f"sent:{channel}|{chat_id}|{message_id}"
 
 
+def accepted_key(channel: str, chat_id: str, message_id: str) -> str:
+    """The `seen` key of one platform message; its time is when the bridge accepted it (a bot
+    reply's `source_msg_id` finds it: `bcn_bridge_relay_seconds` needs no write of its own)."""
+    return f"in:{channel}|{chat_id}|{message_id}"
+
+
 def dedupe_key(msg: Inbound) -> str:
     """The `seen` key of one platform message (an edit or a delete is a message of its own)."""
-    key = f"in:{msg.channel}|{msg.chat_id}|{msg.message_id}"
+    key = accepted_key(msg.channel, msg.chat_id, msg.message_id)
     if msg.is_edit:
         key += f"|edit:{msg.timestamp.isoformat()}"
     elif msg.is_delete:

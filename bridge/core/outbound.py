@@ -16,10 +16,10 @@ from typing import Any
 
 from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
+from bridge.core.inbound import accepted_key
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
-from bridge.core.relay_state import RelayState
 from bridge.protocol import parse
 
 log = logging.getLogger(__name__)
@@ -41,8 +41,9 @@ class OutboundPipeline:
         event_id = params.get("event_id")
         once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
         binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
-        asked = binding and RelayState.arrival_key(binding.channel, binding.chat,
-                                                   params.get("source_msg_id"))
+        source = params.get("source_msg_id")
+        asked = (accepted_key(binding.channel, binding.chat, source)
+                 if binding is not None and isinstance(source, str) and source else None)
         # Is it a replay, and when did the message it answers arrive: one read for both.
         keys = [key for key in (once, asked) if key]
         seen = await ctx.store.seen.seen_at(keys) if keys else {}

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 from bridge.store.base import Store
 
@@ -74,14 +73,3 @@ class RelayState:
 
     async def set_may_clarify(self, lane: str, may: bool) -> None:
         await self.store.message_map.put(f"clarifying:{lane}", {"may": may}, self.clock())
-
-    # ------------------------------------------------------------------ arrivals
-    @staticmethod
-    def arrival_key(channel: str, chat: str, msg_id: Any) -> str | None:
-        """The `seen` key whose time says when the message a bot reply answers (its
-        `source_msg_id`) was accepted: its dedupe key, so no extra write per message is
-        needed for `bcn_bridge_relay_seconds` (any instance may post the reply; the time is
-        shared). None when the reply answers no message."""
-        if not isinstance(msg_id, str) or not msg_id:
-            return None
-        return f"in:{channel}|{chat}|{msg_id}"
