@@ -238,3 +238,31 @@ async def test_write_steps_of_one_turn_share_one_commit_and_fail_alone(tmp_path)
     assert {row[0] for row in other.execute("SELECT v FROM t")} >= {10, 11}
     db.close()
     other.close()
+
+
+async def test_a_step_that_begins_the_transaction_needs_no_savepoint(tmp_path) -> None:
+    """A step alone in its turn (one message at a time) pays no SAVEPOINT; if it fails, the
+    rollback of the transaction it began undoes it whole and the next step starts afresh."""
+    from bridge.store.sqlite.connection import connect, write_step
+
+    db = connect(str(tmp_path / "alone.db"))
+    db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+
+    async def step(*values: int, fail: bool = False) -> None:
+        async with write_step(db):
+            for value in values:
+                db.execute("INSERT INTO t (v) VALUES (?)", (value,))
+            if fail:
+                raise ValueError("this step goes wrong")
+
+    await step(1, 2)
+    assert not any(s.startswith("SAVEPOINT") for s in statements)
+    with pytest.raises(ValueError):
+        await step(3, 4, fail=True)
+    assert not db.in_transaction
+    await step(5)
+    assert [row[0] for row in db.execute("SELECT v FROM t ORDER BY v")] == [1, 2, 5]
+    assert statements.count("COMMIT") == 2 and statements.count("ROLLBACK") == 1
+    db.close()

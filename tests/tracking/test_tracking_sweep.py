@@ -118,3 +118,20 @@ async def test_sweep_batches_hands_out_what_it_closed_batch_by_batch(tracker: Tr
     assert batches == expected
     with pytest.raises(ValueError, match="batch_size"):
         await anext(tracker.sweep_batches(batch_size=0))
+
+
+async def test_a_batchs_expiries_are_committed_together_in_sqlite(tmp_path) -> None:
+    """One commit per batch, not one per expiry: each commit writes the pages it touched to
+    the WAL, and one per expiry grew it to the loop's own checkpoint within a sweep."""
+    from bridge.store import open_store
+
+    async with open_store(f"sqlite:///{tmp_path}/state.db") as store:
+        tracker = Tracker(store)
+        for i in range(3 * SWEEP_BATCH):
+            await tracker.track(request(f"r-{i}"), now=T0)
+        statements: list[str] = []
+        store.conversations._db.set_trace_callback(statements.append)  # type: ignore[attr-defined]
+        closed = await tracker.sweep(now=T0 + timedelta(hours=1))
+        store.conversations._db.set_trace_callback(None)  # type: ignore[attr-defined]
+    assert len(closed) == 3 * SWEEP_BATCH
+    assert statements.count("COMMIT") == 3  # three batches

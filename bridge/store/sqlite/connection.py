@@ -94,9 +94,11 @@ def write_transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
 class GroupCommit:
     """The write steps of one turn of the event loop, committed together.
 
-    Under load many chats write at once (a message seen, an output queued, a part posted):
-    each step runs at once inside the open transaction, in a SAVEPOINT of its own (a step
-    that fails undoes only itself), and its caller awaits the COMMIT that ends the turn —
+    Under load many chats write at once (a message seen, an output queued, a part posted,
+    a sweep's batch of expiries closed): each step runs at once inside the open transaction,
+    in a SAVEPOINT of its own (a step that fails undoes only itself; the step that began the
+    transaction needs none, its rollback is the transaction's), and its caller awaits the
+    COMMIT that ends the turn —
     so when a step returns its change is durable, as with its own transaction, but fifty
     steps cost one COMMIT instead of fifty.
     """
@@ -123,6 +125,14 @@ class GroupCommit:
         """Only writes nobody waits for so far: commit within `LAZY_COMMIT` at the latest."""
         if not self._this_turn and self._due is None:
             self._due = asyncio.get_running_loop().call_later(LAZY_COMMIT, self.commit_now)
+
+    def roll_back(self) -> None:
+        """Undo the group (its one step failed) and close it; the turn's commit finds it gone."""
+        self.db.group = None
+        if self._due is not None:
+            self._due.cancel()
+        if self.db.in_transaction:
+            self.db.execute("ROLLBACK")
 
     def commit_now(self) -> None:
         if self.db.group is not self:
@@ -164,10 +174,21 @@ async def write_step(
     itself and leaves the rest of the transaction as it was.
     """
     assert isinstance(db, StoreConnection), "open the database with connect()"
-    group = db.group or GroupCommit(db)
+    group = db.group
+    opened = group is None
+    if group is None:
+        group = GroupCommit(db)
     group.commit_this_turn()
     if one_statement:
         yield db
+    elif opened:
+        # The step began the transaction and nothing can join it before the body ends, so
+        # undoing the step is rolling the transaction back: no SAVEPOINT to pay for.
+        try:
+            yield db
+        except BaseException:
+            group.roll_back()
+            raise
     else:
         db.execute("SAVEPOINT step")
         try:

@@ -1,11 +1,12 @@
 """Conversations in SQLite: one row each, history rows in their own table.
 
 An update reads the row and its history, applies the change and writes the row plus only the
-new history entries, all in one IMMEDIATE transaction; `due` and `remove_finished` are range
-queries on partial indexes (see migration 1), so their cost follows the number of rows they
-return, not the number stored. `page` reads one index range backwards from its cursor and the
-history of the page's conversations only (`listing.py` says which index); the same
-transaction as the row keeps a conversation's folded bot names in `conversation_bots`.
+new history entries, all in one write step (`write_step`: atomic, durable when it returns,
+committed with the other updates of the same turn of the loop); `due` and `remove_finished`
+are range queries on partial indexes (see migration 1), so their cost follows the number of
+rows they return, not the number stored. `page` reads one index range backwards from its
+cursor and the history of the page's conversations only (`listing.py` says which index); the
+same step as the row keeps a conversation's folded bot names in `conversation_bots`.
 
 Recently read or written conversations are kept with the row's `revision` token; when the row
 still carries that token, its history is reused instead of re-read, which keeps a busy
@@ -31,7 +32,7 @@ from bridge.store.base import (
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.paging import PageQuery, encode_cursor, place
 from bridge.store.records import Conversation, HistoryEntry
-from bridge.store.sqlite.connection import write_transaction
+from bridge.store.sqlite.connection import write_step, write_transaction
 from bridge.store.sqlite.listing import DELETE_BOT, INSERT_BOT, bot_rows, counts_sql, page_sql
 
 # How many conversations to keep for reuse; about 1 KB each.
@@ -74,23 +75,26 @@ class SqliteConversationStore(ConversationStore):
         return self._load(request_id)
 
     async def update(self, request_id: str, change: ConversationChange) -> Updated:
-        with write_transaction(self._db):
+        # A write step, so the updates of one turn of the loop (a sweep's batch, many chats'
+        # messages) share one commit and write each page they share to the WAL once.
+        async with write_step(self._db):
             current = self._load(request_id)
             new = change(current)
-            if new is None:
-                return Updated(current, False)
-            check_replacement(request_id, current, new)
-            revision = secrets.randbits(63)
-            self._db.execute(_UPSERT, (*_row(new), revision))
-            self._rebot(current, new)
-            first_new = len(current.history) if current else 0
-            self._db.executemany(
-                _INSERT_HISTORY,
-                (
-                    _history_row(request_id, seq, entry)
-                    for seq, entry in enumerate(new.history[first_new:], start=first_new)
-                ),
-            )
+            if new is not None:
+                check_replacement(request_id, current, new)
+                revision = secrets.randbits(63)
+                self._db.execute(_UPSERT, (*_row(new), revision))
+                self._rebot(current, new)
+                first_new = len(current.history) if current else 0
+                self._db.executemany(
+                    _INSERT_HISTORY,
+                    (
+                        _history_row(request_id, seq, entry)
+                        for seq, entry in enumerate(new.history[first_new:], start=first_new)
+                    ),
+                )
+        if new is None:
+            return Updated(current, False)
         self._remember(request_id, revision, new)
         return Updated(new, True)
 
