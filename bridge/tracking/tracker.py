@@ -170,12 +170,17 @@ class Tracker:
             closed: builtins.list[Conversation] = []
             # The batch's updates at once: a store that groups the writes of one turn of the
             # loop (SQLite) commits them together; one that waits on the network (Redis)
-            # overlaps the waits.
+            # overlaps the waits. One that fails does not hide the others' closes: they are
+            # handed out (their notices posted) before its error ends the sweep.
             batch = await asyncio.gather(
-                *(self._conversations.update(request_id, deadline_passed) for request_id in fresh)
+                *(self._conversations.update(request_id, deadline_passed) for request_id in fresh),
+                return_exceptions=True,
             )
+            failure: BaseException | None = None
             for updated in batch:
-                if updated.changed and updated.conversation is not None:
+                if isinstance(updated, BaseException):
+                    failure = failure or updated
+                elif updated.changed and updated.conversation is not None:
                     closed.append(updated.conversation)
                     if self.on_change is not None:
                         self.on_change(updated.conversation)
@@ -183,6 +188,8 @@ class Tracker:
                     unclosed += 1
             if closed:
                 yield closed
+            if failure is not None:
+                raise failure
             if len(due) < asked or not fresh:
                 return
             await asyncio.sleep(0)  # let the loop serve everyone else between batches

@@ -135,3 +135,29 @@ async def test_a_batchs_expiries_are_committed_together_in_sqlite(tmp_path) -> N
         store.conversations._db.set_trace_callback(None)  # type: ignore[attr-defined]
     assert len(closed) == 3 * SWEEP_BATCH
     assert statements.count("COMMIT") == 3  # three batches
+
+
+async def test_a_failed_close_ends_the_sweep_after_its_batch_is_handed_out(
+    tracker: Tracker,
+) -> None:
+    """The batch's other closes happened in the store: the caller still hears of them (the
+    relay posts their notices), then the error ends the sweep as it did before."""
+    counted, counting = await _counted_tracker(tracker, SWEEP_BATCH + 5)
+    update = counting.update
+    asked: list[str] = []
+
+    async def failing(request_id: str, change: ConversationChange) -> Updated:
+        asked.append(request_id)
+        if request_id == asked[0]:  # the first of the first batch, whichever the store has
+            raise RuntimeError("the store went away for this one")
+        return await update(request_id, change)
+
+    counting.update = failing  # type: ignore[method-assign]
+    handed: list[str] = []
+    with pytest.raises(RuntimeError, match="went away"):
+        async for batch in counted.sweep_batches(now=T0 + timedelta(minutes=30)):
+            handed.extend(conversation.request_id for conversation in batch)
+    assert asked[0] not in handed and len(handed) == SWEEP_BATCH - 1
+    assert (await tracker.get(asked[0])).status == "open"  # type: ignore[union-attr]
+    for request_id in handed:
+        assert (await tracker.get(request_id)).status == "timeout"  # type: ignore[union-attr]
