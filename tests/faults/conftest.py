@@ -1,15 +1,6 @@
-"""Fixtures of the fault tests."""
+"""Fixtures of the fault tests: `redis_server`, a real Redis (see
+tests/support/redis_server.py); each test takes a key prefix of its own (`prefixed`)."""
 
-from collections.abc import Iterator
+from tests.support.stores import redis_server
 
-import pytest
-
-from tests.support.redis_server import server_or_skip
-
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
-    """A real Redis (see tests/support/redis_server.py); each test takes a key prefix of
-    its own (`prefixed`)."""
-    with server_or_skip() as url:
-        yield url
+__all__ = ["redis_server"]

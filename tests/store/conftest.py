@@ -12,20 +12,10 @@ import pytest
 
 from bridge.store import Store, open_store
 from bridge.store.redis.store import RedisStore
-from tests.support.redis_server import (
-    drop_prefix,
-    private_server,
-    server_or_skip,
-    skip_reason,
-    with_prefix,
-)
+from tests.support.redis_server import drop_prefix, private_server, skip_reason, with_prefix
+from tests.support.stores import STORE_KINDS, redis_server, store_of_kind
 
-
-@pytest.fixture(scope="session")
-def redis_server() -> Iterator[str]:
-    """The URL of a real Redis for the session (found, or started privately)."""
-    with server_or_skip() as url:
-        yield url
+__all__ = ["redis_server"]  # the session's Redis, a fixture of this directory's tests too
 
 
 @pytest.fixture(scope="session")
@@ -51,17 +41,7 @@ async def redis_url(redis_server: str) -> AsyncIterator[str]:
         await drop_prefix(store.redis, prefix)
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
+@pytest.fixture(params=STORE_KINDS)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Store]:
-    if request.param == "memory":
-        url, prefix = "memory://", None
-    elif request.param == "sqlite":
-        url, prefix = f"sqlite:///{tmp_path}/state.db", None
-    else:
-        url, prefix = with_prefix(request.getfixturevalue("redis_server"))
-    async with open_store(url) as opened:
-        try:
-            yield opened
-        finally:
-            if isinstance(opened, RedisStore) and prefix is not None:
-                await drop_prefix(opened.redis, prefix)
+    async with store_of_kind(request.param, tmp_path, request) as opened:
+        yield opened

@@ -126,20 +126,22 @@ class GroupCommit:
         if not self._this_turn and self._due is None:
             self._due = asyncio.get_running_loop().call_later(LAZY_COMMIT, self.commit_now)
 
-    def roll_back(self) -> None:
-        """Undo the group (its one step failed) and close it; the turn's commit finds it gone."""
+    def _close(self) -> None:
+        """No more steps join: the next one opens a group of its own."""
         self.db.group = None
         if self._due is not None:
             self._due.cancel()
+
+    def roll_back(self) -> None:
+        """Undo the group (its one step failed) and close it; the turn's commit finds it gone."""
+        self._close()
         if self.db.in_transaction:
             self.db.execute("ROLLBACK")
 
     def commit_now(self) -> None:
         if self.db.group is not self:
             return  # committed already (a plain transaction asked for it first)
-        self.db.group = None
-        if self._due is not None:
-            self._due.cancel()
+        self._close()
         try:
             self.db.execute("COMMIT")
         except BaseException as exc:

@@ -81,22 +81,27 @@ class SqliteConversationStore(ConversationStore):
             current = self._load(request_id)
             new = change(current)
             if new is not None:
-                check_replacement(request_id, current, new)
-                revision = secrets.randbits(63)
-                self._db.execute(_UPSERT, (*_row(new), revision))
-                self._rebot(current, new)
-                first_new = len(current.history) if current else 0
-                self._db.executemany(
-                    _INSERT_HISTORY,
-                    (
-                        _history_row(request_id, seq, entry)
-                        for seq, entry in enumerate(new.history[first_new:], start=first_new)
-                    ),
-                )
+                revision = self._write(request_id, current, new)
         if new is None:
             return Updated(current, False)
         self._remember(request_id, revision, new)
         return Updated(new, True)
+
+    def _write(self, request_id: str, current: Conversation | None, new: Conversation) -> int:
+        """The row, its bot names and its new history entries; returns the row's revision."""
+        check_replacement(request_id, current, new)
+        revision = secrets.randbits(63)
+        self._db.execute(_UPSERT, (*_row(new), revision))
+        self._rebot(current, new)
+        first_new = len(current.history) if current else 0
+        self._db.executemany(
+            _INSERT_HISTORY,
+            (
+                _history_row(request_id, seq, entry)
+                for seq, entry in enumerate(new.history[first_new:], start=first_new)
+            ),
+        )
+        return revision
 
     async def find(
         self,
