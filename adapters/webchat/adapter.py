@@ -164,7 +164,7 @@ class WebchatAdapter(Adapter):
         room = room if room is not None else out.binding.chat
         if not self.config.allows_room(room):
             raise PermanentSendError(f"webchat {self.account!r} has no room {room!r}")
-        kind = _KINDS[OutboundKind(out.kind)]
+        kind = _KINDS[out.kind]
         return ChatMessage(
             id=message_id,
             room=room,

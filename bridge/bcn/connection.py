@@ -114,11 +114,15 @@ class SendQueue:
     frame larger than `limit` may go when nothing else waits (else it could never go).
     Senders that wait for room are served first come, first served: a later frame never
     overtakes a waiting one (a run's events must follow the ACK that names the run).
+    On a socket with `try_send` (the in-process pair of `bridge.bcn.memory`), a frame with
+    nothing queued or being written before it goes to the socket at once, not via the task.
     """
 
     def __init__(self, ws: WebSocketLike, limit: int, name: str,
                  on_failure: Callable[[Exception], None]) -> None:
         self._ws = ws
+        self._try_send: Callable[[str], bool] | None = getattr(ws, "try_send", None)
+        """A socket that can take a frame without waiting (the in-process pair)."""
         self.limit = limit
         self._name = name
         self._on_failure = on_failure
@@ -175,6 +179,9 @@ class SendQueue:
             self._waiting -= 1
 
     def _append(self, text: str, size: int) -> None:
+        if (self._try_send is not None and self._idle.is_set() and not self.closed
+                and self._try_send(text)):
+            return  # nothing queued or being written: straight to the socket, in order
         self._frames.append(text)
         self.size += size
         if self.size > self.peak:

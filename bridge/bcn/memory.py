@@ -59,8 +59,21 @@ class MemorySocket:
                 break
             peer._read.clear()
             await peer._read.wait()
-        peer._unread += len(data)
-        peer._put(aiohttp.WSMessage(aiohttp.WSMsgType.TEXT, data, None))
+        peer._take(data)
+
+    def try_send(self, data: str) -> bool:
+        """Hand `data` to the peer now if that needs no wait; False (nothing sent) if it
+        would wait for the peer to read, or fail. `SendQueue` uses it to skip its writer
+        task — one wake-up of the loop per frame — whenever nothing is queued before it."""
+        peer = self.peer
+        if self._closed or peer is None or peer._ended or peer._unread >= self.limit:
+            return False
+        peer._take(data)
+        return True
+
+    def _take(self, data: str) -> None:
+        self._unread += len(data)
+        self._put(aiohttp.WSMessage(aiohttp.WSMsgType.TEXT, data, None))
 
     def _put(self, message: aiohttp.WSMessage) -> None:
         self._inbox.append(message)

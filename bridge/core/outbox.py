@@ -80,6 +80,28 @@ class _Failed(enum.Enum):
 _FAILED = _Failed.FAILED
 
 
+async def _set_within(event: asyncio.Event, seconds: float) -> bool:
+    """Whether `event` is set within `seconds`. A timer that sets the event, not
+    `asyncio.timeout`: every lingering lane waits like this once per item, and a timeout
+    scope (a cancel scope, a task lookup, a reschedule) costs several times as much."""
+    timed_out = False
+
+    def expire() -> None:
+        nonlocal timed_out
+        if not event.is_set():
+            timed_out = True
+            event.set()
+
+    timer = asyncio.get_running_loop().call_later(seconds, expire)
+    try:
+        await event.wait()
+    finally:
+        timer.cancel()
+    if timed_out:
+        event.clear()  # only the timer set it; whatever sets it from now on is real
+    return not timed_out
+
+
 def text_digest(text: str) -> str:
     """A short, process-independent fingerprint of what one platform message shows."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=8).hexdigest()
@@ -334,13 +356,10 @@ class Outbox:
         while (left := until - loop.time()) > 0:
             if wakeup.is_set():
                 return True
-            try:
-                async with asyncio.timeout(min(left, LINGER_POLL)):
-                    await wakeup.wait()
+            if await _set_within(wakeup, min(left, LINGER_POLL)):
                 return True
-            except TimeoutError:
-                if await self.store.pending(lane=lane_key, limit=1):
-                    return True  # queued by another instance
+            if await self.store.pending(lane=lane_key, limit=1):
+                return True  # queued by another instance
         return False
 
     async def _superseded(self, item: OutboxItem) -> bool:

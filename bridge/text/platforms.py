@@ -48,8 +48,14 @@ SLACK_BLOCK_LIMIT = 3000
 TELEGRAM_CAPTION_LIMIT = 1024
 
 
+_BY_NAME: Mapping[str, Platform] = MappingProxyType({p.value: p for p in Platform})
+
+
 def platform_named(name: str) -> Platform:
     """The Platform for a name, or a ValueError that lists the valid names."""
+    found = _BY_NAME.get(name)  # the usual case, on every reply: a name spelt as the code does
+    if found is not None:
+        return found
     try:
         return Platform(str(name).strip().lower())
     except ValueError:

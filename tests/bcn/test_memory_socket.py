@@ -4,6 +4,7 @@ order, backpressure and close behave as a WebSocket's do, and a `Connection` on 
 from __future__ import annotations
 
 import asyncio
+import json
 
 import aiohttp
 import pytest
@@ -73,3 +74,32 @@ async def test_connection_requests_and_close_over_the_pair() -> None:
     assert client.close_code == 4002 and client.close_reason == "expired"
     with pytest.raises(ConnectionClosed):
         await client.request("ping")
+
+
+async def test_try_send_takes_a_frame_only_when_it_needs_no_wait() -> None:
+    one, other = memory_pair(limit=10)
+    assert one.try_send("x" * 10)
+    assert not one.try_send("y")  # the peer holds its limit unread: a send would wait
+    assert (await other.receive()).data == "x" * 10
+    assert one.try_send("y")
+    await one.close()
+    assert not one.try_send("z")  # closed: nothing sent, the caller's own send raises
+    assert [(await other.receive()).data for _ in range(1)] == ["y"]
+
+
+async def test_the_send_queue_skips_its_writer_while_the_peer_keeps_up_and_keeps_order_when_not(
+) -> None:
+    one, other = memory_pair(limit=12)
+    client = Connection(one, name="client")
+    await client.send_event("a", {})
+    assert client._queue._writer is None  # handed over at once: no task, no turn of the loop
+    assert other._inbox and client.queued == 0
+    for name in ("b", "c", "d"):  # the peer reads nothing: these wait in the queue
+        await client.send_event(name, {}, wait=False)
+    assert client.queued > 0
+    received = []
+    while len(received) < 4:
+        received.append(json.loads((await other.receive()).data)["event"])
+        await asyncio.sleep(0)
+    assert received == ["a", "b", "c", "d"]
+    await client.close()

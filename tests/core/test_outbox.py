@@ -301,3 +301,14 @@ async def test_an_item_another_instance_queues_into_a_waiting_lane_is_sent(store
             await asyncio.sleep(0.02)
     assert await store.outbox.pending() == []
     await outbox.stop()
+
+
+async def test_a_lingering_wait_tells_a_real_wakeup_from_its_timer() -> None:
+    wakeup = asyncio.Event()
+    assert not await outbox_module._set_within(wakeup, 0.001)
+    assert not wakeup.is_set()  # the timer's own set is taken back: the next wait is real
+    asyncio.get_running_loop().call_soon(wakeup.set)
+    assert await outbox_module._set_within(wakeup, 3600.0)
+    assert wakeup.is_set()
+    wakeup.set()
+    assert await outbox_module._set_within(wakeup, 3600.0)  # set before the wait began
