@@ -15,8 +15,8 @@ import asyncio
 import logging
 import os
 import sqlite3
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -165,44 +165,56 @@ class GroupCommit:
                 waiter.set_exception(failure)
 
 
-@asynccontextmanager
-async def write_step(
-    db: sqlite3.Connection, *, one_statement: bool = False
-) -> AsyncIterator[sqlite3.Connection]:
+class write_step:
     """One atomic write step, durable when the `async with` ends (see `GroupCommit`).
 
     The body must not await: a step runs whole, in one go, between two turns of the loop.
     A body of `one_statement` needs no SAVEPOINT: SQLite undoes a failed statement by
     itself and leaves the rest of the transaction as it was.
+
+    A class, not an `@asynccontextmanager`: every relayed message takes several steps, and
+    a generator-based context manager costs several times as much per block.
     """
-    assert isinstance(db, StoreConnection), "open the database with connect()"
-    group = db.group
-    opened = group is None
-    if group is None:
-        group = GroupCommit(db)
-    group.commit_this_turn()
-    if one_statement:
-        yield db
-    elif opened:
-        # The step began the transaction and nothing can join it before the body ends, so
-        # undoing the step is rolling the transaction back: no SAVEPOINT to pay for.
-        try:
-            yield db
-        except BaseException:
-            group.roll_back()
-            raise
-    else:
-        db.execute("SAVEPOINT step")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK TO step")
+
+    __slots__ = ("_db", "_group", "_one_statement", "_opened")
+
+    def __init__(self, db: sqlite3.Connection, *, one_statement: bool = False) -> None:
+        assert isinstance(db, StoreConnection), "open the database with connect()"
+        self._db = db
+        self._one_statement = one_statement
+        self._opened = False
+        self._group: GroupCommit | None = None
+
+    async def __aenter__(self) -> sqlite3.Connection:
+        db = self._db
+        group = db.group
+        if group is None:
+            group = GroupCommit(db)
+            # The step began the transaction and nothing can join it before the body ends,
+            # so undoing the step is rolling the transaction back: no SAVEPOINT to pay for.
+            self._opened = True
+        self._group = group
+        group.commit_this_turn()
+        if not self._one_statement and not self._opened:
+            db.execute("SAVEPOINT step")
+        return db
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        db, group = self._db, self._group
+        assert group is not None
+        savepoint = not self._one_statement and not self._opened
+        if exc_type is not None:
+            if savepoint:
+                db.execute("ROLLBACK TO step")
+                db.execute("RELEASE step")
+            elif not self._one_statement:
+                group.roll_back()
+            return  # (a failed single statement undid itself)
+        if savepoint:
             db.execute("RELEASE step")
-            raise
-        db.execute("RELEASE step")
-    waiter = asyncio.get_running_loop().create_future()
-    group.waiters.append(waiter)
-    await waiter
+        waiter = asyncio.get_running_loop().create_future()
+        group.waiters.append(waiter)
+        await waiter
 
 
 def write_soon(db: sqlite3.Connection, statement: str, args: tuple[object, ...]) -> sqlite3.Cursor:
