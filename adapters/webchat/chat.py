@@ -166,7 +166,8 @@ class Webchat:
         message = self._human_message(member, room, client_message_id, text, secrets.token_hex(16))
         room.mark_seen(member.client_id, client_message_id, message.id)
         room.remember(message)
-        await room.broadcast({"type": "message", "message": message.to_json()}, skip=member)
+        if room.has_others(member):  # else the frame would be built for nobody
+            await room.broadcast({"type": "message", "message": message.to_json()}, skip=member)
         return message, True
 
     def _human_message(

@@ -163,6 +163,10 @@ class Room:
     def handed_off(self, message_id: str) -> None:
         self._not_handed_off.discard(message_id)
 
+    def has_others(self, member: Member) -> bool:
+        """Is anyone but `member` here?"""
+        return len(self.members) > (member in self.members)
+
     async def broadcast(self, frame: dict[str, Any], *, skip: Member | None = None) -> None:
         """Send one frame to every member (but `skip`); a member whose socket fails is
         skipped, not fatal."""

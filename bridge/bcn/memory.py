@@ -38,9 +38,12 @@ class MemorySocket:
         self._inbox: deque[aiohttp.WSMessage] = deque()
         self._unread = 0
         """Characters of text messages in `_inbox`."""
-        self._arrived = asyncio.Event()
+        self._reader: asyncio.Future[None] | None = None
+        """The reader waiting for something to arrive (a future, not an Event: one per frame)."""
         self._read = asyncio.Event()
         """Set whenever this end read something (or the pair closed): waiting senders look."""
+        self._senders = 0
+        """Sends waiting for this end to read (the only ones `_read` needs to wake)."""
         self._closed = False
         """No more sends from this end (it closed, or its peer's close reached it)."""
         self._ended = False
@@ -58,7 +61,11 @@ class MemorySocket:
             if peer._unread < self.limit:
                 break
             peer._read.clear()
-            await peer._read.wait()
+            peer._senders += 1
+            try:
+                await peer._read.wait()
+            finally:
+                peer._senders -= 1
         peer._take(data)
 
     def try_send(self, data: str) -> bool:
@@ -77,7 +84,12 @@ class MemorySocket:
 
     def _put(self, message: aiohttp.WSMessage) -> None:
         self._inbox.append(message)
-        self._arrived.set()
+        self._wake_reader()
+
+    def _wake_reader(self) -> None:
+        reader = self._reader
+        if reader is not None and not reader.done():
+            reader.set_result(None)
 
     async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
         if not self._inbox:
@@ -91,7 +103,8 @@ class MemorySocket:
         message = self._inbox.popleft()
         if message.type is aiohttp.WSMsgType.TEXT:
             self._unread -= len(message.data)
-            self._read.set()
+            if self._senders:
+                self._read.set()
         elif message.type is aiohttp.WSMsgType.CLOSE:
             # The peer closed: like aiohttp's autoclose, this end answers and is done too.
             self._closed = self._ended = True
@@ -101,15 +114,18 @@ class MemorySocket:
     async def _wait(self) -> None:
         """Until something arrived, or nothing more will."""
         while not self._inbox and not self._ended:
-            self._arrived.clear()
-            await self._arrived.wait()
+            self._reader = asyncio.get_running_loop().create_future()
+            try:
+                await self._reader
+            finally:
+                self._reader = None
 
     async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
         """Close both directions; False when this end was closed already."""
         if self._closed:
             return False
         self._closed = self._ended = True
-        self._arrived.set()
+        self._wake_reader()
         self._read.set()
         peer = self.peer
         if peer is not None and not peer._ended:
