@@ -63,9 +63,11 @@ class ChatMessage:
 
     def footprint(self) -> int:
         """About how many bytes of memory this message holds (what `history_bytes` counts)."""
-        strings = (self.id, self.sender_name, self.text, self.html, self.client_message_id,
-                   self.run_id)
-        size = MESSAGE_OVERHEAD + sum(sys.getsizeof(value) for value in strings if value)
+        size = MESSAGE_OVERHEAD
+        for value in (self.id, self.sender_name, self.text, self.html, self.client_message_id,
+                      self.run_id):  # a loop, not sum() over a generator: once per message
+            if value:
+                size += sys.getsizeof(value)
         if self.protocol:
             size += 2 * len(encode(self.protocol))  # the parsed dict costs more than its JSON
         return size
