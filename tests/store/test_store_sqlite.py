@@ -266,3 +266,36 @@ async def test_a_step_that_begins_the_transaction_needs_no_savepoint(tmp_path) -
     assert [row[0] for row in db.execute("SELECT v FROM t ORDER BY v")] == [1, 2, 5]
     assert statements.count("COMMIT") == 2 and statements.count("ROLLBACK") == 1
     db.close()
+
+
+async def test_a_one_statement_step_that_fails_undoes_only_its_statement(tmp_path) -> None:
+    """`one_statement` steps write no SAVEPOINT: SQLite undoes a failed statement by itself,
+    so the group's other steps — before and after it in the turn — still commit."""
+    import asyncio
+    import sqlite3
+
+    from bridge.store.sqlite.connection import connect, write_step
+
+    db = connect(str(tmp_path / "single.db"))
+    db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
+    db.execute("INSERT INTO t (v) VALUES (7)")
+    statements: list[str] = []
+    db.set_trace_callback(statements.append)
+
+    async def step(value: int) -> None:
+        async with write_step(db, one_statement=True):
+            db.execute("INSERT INTO t (v) VALUES (?)", (value,))
+
+    # The failing step first (it begins the group), then in the middle of it. (The timeout
+    # turns a group left uncommitted, its steps waiting forever, into a failure.)
+    async with asyncio.timeout(30):
+        results = await asyncio.gather(step(7), step(1), step(7), step(2),
+                                       return_exceptions=True)
+    assert [type(r) for r in results] == [sqlite3.IntegrityError, type(None),
+                                          sqlite3.IntegrityError, type(None)]
+    assert not any(s.startswith(("SAVEPOINT", "ROLLBACK")) for s in statements)
+    assert statements.count("COMMIT") == 1
+    other = connect(str(tmp_path / "single.db"))
+    assert [row[0] for row in other.execute("SELECT v FROM t ORDER BY v")] == [1, 2, 7]
+    db.close()
+    other.close()
