@@ -166,8 +166,7 @@ class Webchat:
         message = self._human_message(member, room, client_message_id, text, secrets.token_hex(16))
         room.mark_seen(member.client_id, client_message_id, message.id)
         room.remember(message)
-        if room.has_others(member):  # else the frame would be built for nobody
-            await room.broadcast({"type": "message", "message": message.to_json()}, skip=member)
+        await room.show("message", message, skip=member)
         return message, True
 
     def _human_message(
@@ -188,7 +187,7 @@ class Webchat:
         """Show a bot's or the bridge's message to everyone in its room."""
         room = self.rooms.open(message.room)
         room.remember(message)
-        await room.broadcast({"type": "message", "message": message.to_json()})
+        await room.show("message", message)
 
     async def replace(self, message: ChatMessage) -> None:
         """Replace a shown message in place: a streaming reply's next version, or a finished
@@ -197,7 +196,7 @@ class Webchat:
         previous = room.find(message.id)
         message.edited = previous is not None and (previous.kind == "final" or previous.edited)
         room.remember(message)
-        await room.broadcast({"type": "update", "message": message.to_json()})
+        await room.show("update", message)
 
     async def set_requests(self, room_name: str, items: list[dict[str, Any]]) -> None:
         room = self.rooms.open(room_name)

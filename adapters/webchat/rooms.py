@@ -165,9 +165,13 @@ class Room:
     def handed_off(self, message_id: str) -> None:
         self._not_handed_off.discard(message_id)
 
-    def has_others(self, member: Member) -> bool:
-        """Is anyone but `member` here?"""
-        return len(self.members) > (member in self.members)
+    async def show(self, frame_type: Literal["message", "update"], message: ChatMessage, *,
+                   skip: Member | None = None) -> None:
+        """Broadcast one message frame (`message` or `update`), rendered only when someone
+        but `skip` is here to get it: a person alone in a room is sent no copy of their own
+        message, and a bot's reply to an empty room costs no rendering."""
+        if len(self.members) > (skip in self.members):
+            await self.broadcast({"type": frame_type, "message": message.to_json()}, skip=skip)
 
     async def broadcast(self, frame: dict[str, Any], *, skip: Member | None = None) -> None:
         """Send one frame to every member (but `skip`); a member whose socket fails is
