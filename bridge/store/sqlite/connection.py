@@ -176,41 +176,40 @@ class write_step:
     a generator-based context manager costs several times as much per block.
     """
 
-    __slots__ = ("_db", "_group", "_one_statement", "_opened")
+    __slots__ = ("_db", "_group", "_one_statement", "_savepoint")
 
     def __init__(self, db: sqlite3.Connection, *, one_statement: bool = False) -> None:
         assert isinstance(db, StoreConnection), "open the database with connect()"
         self._db = db
         self._one_statement = one_statement
-        self._opened = False
+        self._savepoint = False
         self._group: GroupCommit | None = None
 
     async def __aenter__(self) -> sqlite3.Connection:
         db = self._db
         group = db.group
+        # A step that begins the transaction needs no SAVEPOINT either: nothing can join it
+        # before the body ends, so undoing the step is rolling the transaction back.
+        self._savepoint = group is not None and not self._one_statement
         if group is None:
             group = GroupCommit(db)
-            # The step began the transaction and nothing can join it before the body ends,
-            # so undoing the step is rolling the transaction back: no SAVEPOINT to pay for.
-            self._opened = True
         self._group = group
         group.commit_this_turn()
-        if not self._one_statement and not self._opened:
+        if self._savepoint:
             db.execute("SAVEPOINT step")
         return db
 
     async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
         db, group = self._db, self._group
         assert group is not None
-        savepoint = not self._one_statement and not self._opened
         if exc_type is not None:
-            if savepoint:
+            if self._savepoint:
                 db.execute("ROLLBACK TO step")
                 db.execute("RELEASE step")
-            elif not self._one_statement:
+            elif not self._one_statement:  # it began the transaction: undo that
                 group.roll_back()
             return  # (a failed single statement undid itself)
-        if savepoint:
+        if self._savepoint:
             db.execute("RELEASE step")
         waiter = asyncio.get_running_loop().create_future()
         group.waiters.append(waiter)
