@@ -29,14 +29,26 @@ STANDBY_RETRY = 2.0
 
 
 class UpdateJournal:
-    """Fetched updates not yet relayed, in the store (written only by the lease holder)."""
+    """Fetched updates not yet relayed, in the store.
+
+    Keeping and crossing off run in different tasks (the poll and the handler), so they must
+    not both rewrite one record: a cross-off that read the list before a batch was added
+    and wrote it back after would drop that batch from the journal, and a kill -9 then
+    would lose it. So only `keep` writes the list of ids (the poller, one at a time under
+    its lease and this lock); `done` marks one update relayed with a once-only key, and
+    `keep` drops marked ids from the list the next time it writes it.
+    """
 
     def __init__(self, state: AccountState) -> None:
         self.state = state
+        self._writing = asyncio.Lock()
 
     async def _ids(self) -> list[int]:
         found = await self.state.get("journal")
         return [int(i) for i in (found or {}).get("ids", [])]
+
+    async def _relayed(self, update_id: int) -> bool:
+        return await self.state.done_before(f"update-relayed:{update_id}")
 
     async def keep(self, updates: list[dict[str, Any]]) -> None:
         """Before python-telegram-bot sees a batch (and confirms it with its next poll)."""
@@ -45,25 +57,25 @@ class UpdateJournal:
             return
         for update in fresh:
             await self.state.put(f"update:{update['update_id']}", {"update": update})
-        ids = await self._ids()
-        known = set(ids)
-        ids += [u["update_id"] for u in fresh if u["update_id"] not in known]
-        await self.state.put("journal", {"ids": ids})
+        async with self._writing:
+            ids = [i for i in await self._ids() if not await self._relayed(i)]
+            known = set(ids)
+            ids += [u["update_id"] for u in fresh if u["update_id"] not in known]
+            await self.state.put("journal", {"ids": ids})
 
     async def done(self, update_id: int) -> None:
-        ids = await self._ids()
-        if update_id in ids:
-            ids.remove(update_id)
-            await self.state.put("journal", {"ids": ids})
+        await self.state.done(f"update-relayed:{update_id}")
 
     async def waiting(self) -> list[dict[str, Any]]:
         """Updates a previous poller fetched but did not relay, oldest first."""
         updates = []
         for update_id in sorted(await self._ids()):
+            if await self._relayed(update_id):
+                continue
             found = await self.state.get(f"update:{update_id}")
             if found and isinstance(found.get("update"), dict):
                 updates.append(found["update"])
-            else:
+            else:  # aged out of the store: nothing left to relay
                 await self.done(update_id)
         return updates
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from telegram_support import GROUP, TOKEN, Received, account_config
@@ -71,6 +72,45 @@ async def test_updates_fetched_but_not_relayed_are_relayed_by_the_next_poller(
         assert await UpdateJournal(state).waiting() == []
     finally:
         await survivor.stop()
+
+
+class YieldingRecords:
+    """A store's records where every read and write lets other tasks run, as they do on
+    SQLite or Redis (the memory store never yields, which hides interleavings)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+    async def get(self, key: str) -> Any:
+        await asyncio.sleep(0)
+        return await self.inner.get(key)
+
+    async def put(self, key: str, value: dict[str, Any], now: Any) -> None:
+        await asyncio.sleep(0)
+        await self.inner.put(key, value, now)
+
+
+def fetched(update_id: int) -> dict[str, Any]:
+    return {"update_id": update_id, "message": {"message_id": update_id, "text": "hi"}}
+
+
+async def test_crossing_one_update_off_while_the_next_batch_is_kept_loses_neither() -> None:
+    """The poll keeps batch n while the handler crosses off n - 1: both happen, whatever
+    the interleaving (a cross-off that rewrote the list dropped batch n from it, and a kill
+    -9 then lost that message)."""
+    store = MemoryStore()
+    store.message_map = YieldingRecords(store.message_map)
+    journal = UpdateJournal(AccountState(store, "telegram:main"))
+    await journal.keep([fetched(0)])
+    for n in range(1, 20):
+        await asyncio.gather(journal.keep([fetched(n)]), journal.done(n - 1))
+        assert [u["update_id"] for u in await journal.waiting()] == [n]
+    for n in range(20, 30):  # and the other way round
+        await asyncio.gather(journal.done(n - 1), journal.keep([fetched(n)]))
+        assert [u["update_id"] for u in await journal.waiting()] == [n]
 
 
 async def test_a_fetched_batch_is_in_the_journal_before_it_is_relayed(
