@@ -28,6 +28,10 @@ POLL_LEASE_TTL = 10.0
 STANDBY_RETRY = 2.0
 
 
+def _relayed_key(update_id: int) -> str:
+    return f"update-relayed:{update_id}"
+
+
 class UpdateJournal:
     """Fetched updates not yet relayed, in the store.
 
@@ -47,8 +51,10 @@ class UpdateJournal:
         found = await self.state.get("journal")
         return [int(i) for i in (found or {}).get("ids", [])]
 
-    async def _relayed(self, update_id: int) -> bool:
-        return await self.state.done_before(f"update-relayed:{update_id}")
+    async def _unrelayed(self, ids: list[int]) -> list[int]:
+        """`ids` without those marked relayed (one store call)."""
+        relayed = await self.state.done_among([_relayed_key(i) for i in ids]) if ids else set()
+        return [i for i in ids if _relayed_key(i) not in relayed]
 
     async def keep(self, updates: list[dict[str, Any]]) -> None:
         """Before python-telegram-bot sees a batch (and confirms it with its next poll)."""
@@ -58,20 +64,18 @@ class UpdateJournal:
         for update in fresh:
             await self.state.put(f"update:{update['update_id']}", {"update": update})
         async with self._writing:
-            ids = [i for i in await self._ids() if not await self._relayed(i)]
+            ids = await self._unrelayed(await self._ids())
             known = set(ids)
             ids += [u["update_id"] for u in fresh if u["update_id"] not in known]
             await self.state.put("journal", {"ids": ids})
 
     async def done(self, update_id: int) -> None:
-        await self.state.done(f"update-relayed:{update_id}")
+        await self.state.done(_relayed_key(update_id))
 
     async def waiting(self) -> list[dict[str, Any]]:
         """Updates a previous poller fetched but did not relay, oldest first."""
         updates = []
-        for update_id in sorted(await self._ids()):
-            if await self._relayed(update_id):
-                continue
+        for update_id in sorted(await self._unrelayed(await self._ids())):
             found = await self.state.get(f"update:{update_id}")
             if found and isinstance(found.get("update"), dict):
                 updates.append(found["update"])

@@ -22,6 +22,9 @@ from bridge.core.instance import acquire_lease, instance_name
 from bridge.store.base import Store
 from bridge.store.leases import Lease
 
+DONE_AMONG_BATCH = 500
+"""Keys asked about in one store call (SQLite binds each as a parameter)."""
+
 
 def _utc_now() -> datetime:
     return datetime.now(UTC)
@@ -67,6 +70,16 @@ class AccountState:
     async def done_before(self, key: str) -> bool:
         """Was `key` marked `done` (by any instance)? Asking marks nothing."""
         return await self.store.seen.has(self._key(key))
+
+    async def done_among(self, keys: list[str]) -> set[str]:
+        """Which of `keys` were marked `done`: one store call per `DONE_AMONG_BATCH` keys,
+        not one per key (a journal of a long outage holds thousands)."""
+        done: set[str] = set()
+        for start in range(0, len(keys), DONE_AMONG_BATCH):
+            batch = keys[start:start + DONE_AMONG_BATCH]
+            found = await self.store.seen.seen_at([self._key(key) for key in batch])
+            done.update(key for key in batch if self._key(key) in found)
+        return done
 
     async def done(self, key: str) -> None:
         """Mark `key` handled — once the work is safe, so a crash before lets a redelivery
