@@ -53,8 +53,9 @@ class UpdateJournal:
 
     async def _unrelayed(self, ids: list[int]) -> list[int]:
         """`ids` without those marked relayed (one store call)."""
-        relayed = await self.state.done_among([_relayed_key(i) for i in ids]) if ids else set()
-        return [i for i in ids if _relayed_key(i) not in relayed]
+        keys = {_relayed_key(i): i for i in ids}
+        relayed = await self.state.done_among(list(keys))
+        return [i for key, i in keys.items() if key not in relayed]
 
     async def keep(self, updates: list[dict[str, Any]]) -> None:
         """Before python-telegram-bot sees a batch (and confirms it with its next poll)."""

@@ -76,9 +76,8 @@ class AccountState:
         not one per key (a journal of a long outage holds thousands)."""
         done: set[str] = set()
         for start in range(0, len(keys), DONE_AMONG_BATCH):
-            batch = keys[start:start + DONE_AMONG_BATCH]
-            found = await self.store.seen.seen_at([self._key(key) for key in batch])
-            done.update(key for key in batch if self._key(key) in found)
+            batch = {self._key(key): key for key in keys[start:start + DONE_AMONG_BATCH]}
+            done.update(batch[stored] for stored in await self.store.seen.seen_at(list(batch)))
         return done
 
     async def done(self, key: str) -> None:

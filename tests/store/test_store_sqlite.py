@@ -1,5 +1,6 @@
 """What only the SQLite store promises: durability, WAL, migrations, indexed queries."""
 
+import asyncio
 import sqlite3
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -10,7 +11,7 @@ import pytest
 from bridge.store import open_store
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.store.sqlite import SqliteStore
-from bridge.store.sqlite.connection import write_transaction
+from bridge.store.sqlite.connection import connect, write_step, write_transaction
 from bridge.store.sqlite.migrations import (
     MIGRATIONS,
     Migration,
@@ -203,10 +204,6 @@ def test_a_failed_commit_is_rolled_back_and_the_connection_stays_usable(tmp_path
 
 
 async def test_write_steps_of_one_turn_share_one_commit_and_fail_alone(tmp_path) -> None:
-    import asyncio
-
-    from bridge.store.sqlite.connection import connect, write_step
-
     db = connect(str(tmp_path / "group.db"))
     db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
     statements: list[str] = []
@@ -243,8 +240,6 @@ async def test_write_steps_of_one_turn_share_one_commit_and_fail_alone(tmp_path)
 async def test_a_step_that_begins_the_transaction_needs_no_savepoint(tmp_path) -> None:
     """A step alone in its turn (one message at a time) pays no SAVEPOINT; if it fails, the
     rollback of the transaction it began undoes it whole and the next step starts afresh."""
-    from bridge.store.sqlite.connection import connect, write_step
-
     db = connect(str(tmp_path / "alone.db"))
     db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
     statements: list[str] = []
@@ -271,11 +266,6 @@ async def test_a_step_that_begins_the_transaction_needs_no_savepoint(tmp_path) -
 async def test_a_one_statement_step_that_fails_undoes_only_its_statement(tmp_path) -> None:
     """`one_statement` steps write no SAVEPOINT: SQLite undoes a failed statement by itself,
     so the group's other steps — before and after it in the turn — still commit."""
-    import asyncio
-    import sqlite3
-
-    from bridge.store.sqlite.connection import connect, write_step
-
     db = connect(str(tmp_path / "single.db"))
     db.execute("CREATE TABLE t (v INTEGER PRIMARY KEY)")
     db.execute("INSERT INTO t (v) VALUES (7)")
