@@ -17,6 +17,12 @@ seconds, each in turn), so a busy moment of the shared machine weighs on both fi
 ratio alike.
 
     python bench/relay.py [--messages 500] [--conversations 50] [--seconds 5] [--rounds 5]
+    python bench/relay.py --code DIR [--conversations 50] [--seconds 16] [--rounds 8]
+
+With `--code DIR` it measures something else: the relay of this checkout beside the relay of
+another checkout (DIR, e.g. `git archive <commit> | tar -x -C DIR`), both at `--conversations`
+at once and taking turns, and prints the ratio of their CPU per round trip — what a change to
+the relay path costs or saves, against the code before it in the same run.
 """
 
 from __future__ import annotations
@@ -185,7 +191,7 @@ async def alternate(setups: list[tuple[Figures, RoundTrip]], rounds: int, messag
                     conversations: int, seconds: float) -> None:
     """Every setup in turn, round after round: a busy moment of the shared machine then
     falls on all of them alike instead of on whichever ran alone at that time."""
-    for _ in range(rounds):
+    for _ in range(rounds if messages else 0):
         for figures, round_trip in setups:
             await figures.serial_round(round_trip, max(1, messages // rounds))
     for _ in range(rounds):
@@ -234,6 +240,27 @@ async def run(messages: int, conversations: int, seconds: float, rounds: int) ->
     print(line("relay, hub in its own process", apart, "concurrent"))
 
 
+async def compare(code: str, conversations: int, seconds: float, rounds: int) -> None:
+    """This checkout's relay beside the relay of another checkout (`code`), taking turns at
+    `conversations` at once: what a change does to the relay's CPU, in the same run."""
+    async with server("relay", "--rooms", str(conversations)) as (url, pid), \
+            server_process.server(str(Path(code) / "bench" / "serve.py"), "relay", "--rooms",
+                                  str(conversations), code=code) as (words, other_pid), \
+            aiohttp.ClientSession() as session, \
+            relay_driver(session, url, conversations) as this_trip, \
+            relay_driver(session, words[0], conversations) as other_trip:
+        this, other = Figures(pid), Figures(other_pid)
+        await alternate([(this, this_trip), (other, other_trip)], rounds, 0, conversations,
+                        seconds)
+    print(f"the relay of this checkout beside that of {code}, {conversations} conversations "
+          f"at once, {seconds:g} s each (servers on {loop_name()}; taking turns in {rounds} "
+          "rounds)")
+    print(line("relay, this checkout", this, "concurrent"))
+    print(line("relay, the other checkout", other, "concurrent"))
+    print(f"  => this checkout's CPU/rt = {this.concurrent_cpu / other.concurrent_cpu:.3f}x "
+          "the other's")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=500)
@@ -241,7 +268,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--rounds", type=int, default=5,
                         help="the relay and the hub alone take turns this many times")
+    parser.add_argument("--code", help="instead: this checkout's relay beside the relay of "
+                        "this other checkout (e.g. `git archive <commit> | tar -x -C DIR`)")
     args = parser.parse_args()
+    if args.code:
+        asyncio.run(compare(args.code, args.conversations, args.seconds, args.rounds))
+        return
     asyncio.run(run(args.messages, args.conversations, args.seconds, args.rounds))
 
 

@@ -36,7 +36,9 @@ pages every write touches (an index's last leaf, the outbox's) once each time: r
 apart took about a tenth of the relay's CPU under a steady stream of writes (bench/relay.py),
 25 ms apart under 3%. Further apart they cost the tracker more than they save: a longer WAL
 makes every read look further in its index (bench/tracking.py: 100 ms apart, 20-30% fewer
-tracked messages per CPU second)."""
+tracked messages per CPU second). A later measure with rounds 250 ms apart did not repeat
+that loss, but slowed one conversation at a time in the relay (docs/performance.md, Relay
+path, stop 24), so the pacing stays."""
 
 STEADY = 0.1
 """Seconds between two rounds while writes keep coming but the WAL is short (under
