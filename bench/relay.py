@@ -84,9 +84,10 @@ class Tab:
 
 
 @contextlib.asynccontextmanager
-async def server(*args: str) -> AsyncIterator[tuple[str, int]]:
-    """A `bench/serve.py` process: its URL and pid."""
-    async with server_process.server(SERVE, *args) as (words, pid):
+async def server(*args: str, code: str | None = None) -> AsyncIterator[tuple[str, int]]:
+    """A `bench/serve.py` process (of the checkout `code`, if given): its URL and pid."""
+    script = str(Path(code) / "bench" / "serve.py") if code else SERVE
+    async with server_process.server(script, *args, code=code) as (words, pid):
         yield words[0], pid
 
 
@@ -190,7 +191,8 @@ async def hub_driver(url: str, conversations: int) -> AsyncIterator[RoundTrip]:
 async def alternate(setups: list[tuple[Figures, RoundTrip]], rounds: int, messages: int,
                     conversations: int, seconds: float) -> None:
     """Every setup in turn, round after round: a busy moment of the shared machine then
-    falls on all of them alike instead of on whichever ran alone at that time."""
+    falls on all of them alike instead of on whichever ran alone at that time. With no
+    `messages`, only the concurrent rounds run."""
     for _ in range(rounds if messages else 0):
         for figures, round_trip in setups:
             await figures.serial_round(round_trip, max(1, messages // rounds))
@@ -244,11 +246,10 @@ async def compare(code: str, conversations: int, seconds: float, rounds: int) ->
     """This checkout's relay beside the relay of another checkout (`code`), taking turns at
     `conversations` at once: what a change does to the relay's CPU, in the same run."""
     async with server("relay", "--rooms", str(conversations)) as (url, pid), \
-            server_process.server(str(Path(code) / "bench" / "serve.py"), "relay", "--rooms",
-                                  str(conversations), code=code) as (words, other_pid), \
+            server("relay", "--rooms", str(conversations), code=code) as (other_url, other_pid), \
             aiohttp.ClientSession() as session, \
             relay_driver(session, url, conversations) as this_trip, \
-            relay_driver(session, words[0], conversations) as other_trip:
+            relay_driver(session, other_url, conversations) as other_trip:
         this, other = Figures(pid), Figures(other_pid)
         await alternate([(this, this_trip), (other, other_trip)], rounds, 0, conversations,
                         seconds)
