@@ -60,7 +60,8 @@ class BridgeMetrics:
         )
         self.outputs_queued = Counter(
             "bcn_bridge_outputs_queued_total",
-            "Outputs (bot replies, streamed previews, notices) durably queued in the outbox.",
+            "Outputs (bot replies, streamed previews, notices) durably queued in the outbox "
+            "(a reply to a person on a platform that posts in process is posted at once).",
             ["channel", "kind"], registry=r,
         )
         self.dropped = Counter(

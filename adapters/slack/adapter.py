@@ -89,6 +89,7 @@ class SlackAdapter(Adapter):
         threads=True,
         typing=False,
         min_edit_interval=1.5,
+        replies=False,  # a reply is a thread here, not a reference to one message
     )
     config_model: ClassVar[type[BaseModel]] = SlackAccountConfig
 

@@ -79,6 +79,8 @@ class WebchatAdapter(Adapter):
         typing=False,
         min_edit_interval=0.25,
         echoes_own_posts=False,
+        replies=False,
+        posts_in_process=True,
         request_panel=True,
     )
     config_model: ClassVar[type[WebchatAccount]] = WebchatAccount

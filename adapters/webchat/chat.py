@@ -16,6 +16,11 @@ from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
 from adapters.webchat.visitors import Visitor, distinct_name
 
+try:
+    from bridge.protocol import parse as parse_protocol
+except ImportError:  # a webchat without the text protocol shows no card for people
+    parse_protocol = None
+
 
 def clean_display_name(name: str, max_length: int) -> str:
     """Collapse whitespace and drop control/format characters; `FrameError` if nothing is left."""
@@ -37,12 +42,11 @@ def protocol_of(text: str) -> dict[str, Any] | None:
 
     Uses `bridge.protocol` when it is installed with this bridge; without it people's
     messages simply show no card (bots' cards come from the core's `Outbound.protocol`).
+    Imported once, with the module: an import in here cost more than the parse.
     """
-    try:
-        from bridge.protocol import parse
-    except ImportError:
+    if parse_protocol is None:
         return None
-    message = parse(text)
+    message = parse_protocol(text)
     return message.to_dict() if message is not None else None
 
 

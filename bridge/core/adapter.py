@@ -47,6 +47,17 @@ class Capabilities:
     """The platform may hand the bridge's own posts back to it as incoming messages, so each
     incoming message is looked up in the store first (the own-echo filter). An adapter that
     never does (the webchat posts into its rooms itself) saves that read on every message."""
+    replies: bool = True
+    """People can reply to a posted message and the adapter says which one (`Inbound.
+    reply_to`): a reply to a bot's CLARIFY answers it. With neither this nor
+    `echoes_own_posts` nothing ever looks a post up, so the bridge keeps no record of each
+    one (a write, and its page of the store, saved on every reply)."""
+    posts_in_process: bool = False
+    """Posting is a call inside this process that no rate limit, outage or timeout can delay
+    (the webchat's own rooms). The outbox is there to wait those out, so a bot's reply to a
+    person in an idle lane is posted during the hub's delivery instead of being queued and
+    read back: the hub's delivery is acked once it is posted, and a crash before that makes
+    the hub deliver it again (see `Outbox.post_now`)."""
 
 
 class SendError(Exception):

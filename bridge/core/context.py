@@ -150,12 +150,18 @@ class RelayContext:
         protocol: dict[str, Any] | None,
         once: str | None,
         inbound_at: datetime | None = None,
+        streamed: bool = False,
     ) -> bool:
         """A bot's final, through the lane's loop guard, in one store write: queued when
         allowed, held while the chat is paused (the chat is told once, when it pauses).
         False only for a replayed delivery (nothing done). `inbound_at`: when the human
         message it answers arrived (the relay latency metric; such a reply is not counted
-        by the guard while it counts nothing)."""
+        by the guard while it counts nothing). `streamed`: the run showed a preview, which
+        the queue's worker replaces.
+
+        A reply the guard leaves alone, on a platform that posts in process, is posted at
+        once instead (`Outbox.post_now`): its delivery's key is claimed without waiting for
+        the disk, since what a crash loses with it is the room it was posted in."""
         async with self._in_order(lane):
             item = await self._item(lane, binding, markdown, sender_label=sender_label,
                                     kind=OutboundKind.FINAL, run_id=run_id,
@@ -163,6 +169,15 @@ class RelayContext:
                                     inbound_at=inbound_at)
             if item is None:
                 return False
+            adapter = self.adapters[lane.channel]  # `_item` found it
+            if (not streamed and inbound_at is not None
+                    and await self.outbox.may_post_now(adapter, item)
+                    and not await self.store.loop_guard.counting(lane.key)):
+                if once is not None and not await self.store.seen.note(once, self.clock()):
+                    return False  # a replay, handled meanwhile
+                if await self.outbox.post_now(lane, adapter, binding, item):
+                    return True
+                once = None  # claimed above; queued below instead
             guard = binding.loop_guard
             verdict, _ = await self.store.loop_guard.post(
                 lane.key, item, limit=guard.max_messages, window=guard.window_seconds,

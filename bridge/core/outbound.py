@@ -114,7 +114,7 @@ class OutboundPipeline:
         log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
         return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
                                          conversation=session, protocol=protocol, once=once,
-                                         inbound_at=asked_at)
+                                         inbound_at=asked_at, streamed=bool(streamed))
 
     async def _middleware(
         self,

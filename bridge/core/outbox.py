@@ -234,6 +234,33 @@ class Outbox:
         self._working[lane] = asyncio.Event()
         self._workers.spawn(self._work(lane), name=f"outbox:{lane}")
 
+    async def may_post_now(self, adapter: Adapter, item: OutboxItem) -> bool:
+        """May `post_now` take this item past the queue? Only a one-part item, for an
+        adapter that `posts_in_process` (no outage or rate limit can make its post wait,
+        which is what the queue is for), and only while nothing of the lane is queued,
+        whoever queued it, so the lane's order holds (the caller holds the lane's ordering
+        lock from here until it posted)."""
+        return (adapter.capabilities.posts_in_process and len(item.parts) == 1
+                and not await self.store.pending(lane=item.lane, limit=1))
+
+    async def post_now(self, lane: Lane, adapter: Adapter, binding: Binding,
+                       item: OutboxItem) -> bool:
+        """Post an item `may_post_now` allowed, at once; True once it is posted, False when
+        nothing was (the caller queues it instead). The caller has claimed the delivery's
+        key: a crash before the hub has its ack makes the hub deliver it again, into rooms
+        that died with the process."""
+        try:
+            ref = await adapter.send(self._outbound(binding, item, item.parts[0], 0))
+        except Exception as exc:  # nothing was posted: the queue retries, or logs and skips
+            log.info("outbox: %s did not take an output at once (%s: %s); queueing it",
+                     lane.channel, type(exc).__name__, exc)
+            return False
+        item.sent[0] = ref.message_id
+        for key, value in (self.sent_records(item, ref) if self.sent_records else {}).items():
+            await self.message_map.put(key, value, self.clock())
+        self._delivered(lane, item)
+        return True
+
     def pending_count(self) -> int:
         return len(self._pending)
 
@@ -412,7 +439,10 @@ class Outbox:
         return False
 
     def _delivered(self, lane: Lane, item: OutboxItem) -> None:
-        log.debug("outbox: delivered %s output %d from %s", item.kind, item.id, item.sender_label)
+        # The lane named here too: an item posted at once (`post_now`) has no worker whose
+        # log context would name it.
+        log.debug("outbox: delivered %s output %d from %s", item.kind, item.id, item.sender_label,
+                  extra={"lane": item.lane})
         self.metrics.answered(lane.channel, item.inbound_at, self.clock())
 
     async def _drop_leftovers(

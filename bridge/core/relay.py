@@ -175,9 +175,14 @@ class Relay:
 
     def _sent_records(self, item: OutboxItem, ref: PlatformRef) -> dict[str, dict[str, Any]]:
         """What the bridge remembers of a message it posted: the own-echo filter and a
-        reply to a bot's CLARIFY look it up by platform message id."""
+        reply to a bot's CLARIFY look it up by platform message id (nothing, where the
+        platform has neither)."""
         lane = Lane.from_key(item.lane)
         self.metrics.posted(lane.channel)
+        adapter = self.ctx.adapters.get(lane.channel)
+        if adapter is not None and not (adapter.capabilities.echoes_own_posts
+                                        or adapter.capabilities.replies):
+            return {}
         protocol = item.protocol or {}
         return {sent_key(lane.channel, ref.chat_id, ref.message_id): {
             "run_id": item.run_id,

@@ -93,6 +93,12 @@ class LoopGuardStore(ABC):
     async def is_paused(self, lane: str) -> bool: ...
 
     @abstractmethod
+    async def counting(self, lane: str) -> bool:
+        """Does the lane's guard count anything now (a bot spoke there since a human last
+        did, or it is paused)? While it does not, a reply to a person leaves it as it is
+        (see `post`'s `answers_human`), so such a reply can be posted without a write."""
+
+    @abstractmethod
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
     ) -> bool:

@@ -20,12 +20,13 @@ class SeenStore(ABC):
     async def add(self, key: str, now: datetime) -> bool:
         """Remember `key`; True when it was new, False when it had been seen already."""
 
-    async def note(self, key: str, now: datetime) -> None:
-        """`add`, without waiting for the key to be durable: for a key whose loss in a crash
-        costs only a repeat that the BCN recognizes itself — a message the hub accepted,
-        whose `msg_id` is the hub's idempotency key (it answers `duplicate`). A store
-        whose writes cost nothing to wait for simply adds."""
-        await self.add(key, now)
+    async def note(self, key: str, now: datetime) -> bool:
+        """`add`, without waiting for the key to be durable (True when it was new): for a
+        key whose loss in a crash costs only a repeat that is harmless or wanted — a message
+        the hub accepted, whose `msg_id` is the hub's idempotency key (it answers
+        `duplicate`); a delivery posted into rooms that die with the process (see
+        `Outbox.post_now`). A store whose writes cost nothing to wait for simply adds."""
+        return await self.add(key, now)
 
     @abstractmethod
     async def has(self, key: str) -> bool:

@@ -167,6 +167,9 @@ class MemoryLoopGuardStore(LoopGuardStore):
         state = self._lanes.get(lane)
         return state is not None and state.paused
 
+    async def counting(self, lane: str) -> bool:
+        return lane in self._lanes
+
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
     ) -> bool:

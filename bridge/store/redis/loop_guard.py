@@ -81,6 +81,9 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
     async def is_paused(self, lane: str) -> bool:
         return await self._redis.hget(self._keys.guard(lane), "paused") == "1"
 
+    async def counting(self, lane: str) -> bool:
+        return bool(await self._redis.exists(self._keys.guard(lane)))
+
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
     ) -> bool:

@@ -45,9 +45,11 @@ class SqliteSeenStore(SeenStore):
             )
         return cursor.rowcount == 1
 
-    async def note(self, key: str, now: datetime) -> None:
-        write_soon(self._db, "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
-                   (key, to_micros(now)))
+    async def note(self, key: str, now: datetime) -> bool:
+        cursor = write_soon(self._db,
+                            "INSERT OR IGNORE INTO seen_keys (key, seen_at) VALUES (?, ?)",
+                            (key, to_micros(now)))
+        return cursor.rowcount == 1
 
     async def has(self, key: str) -> bool:
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
@@ -271,6 +273,11 @@ class SqliteLoopGuardStore(LoopGuardStore):
     async def is_paused(self, lane: str) -> bool:
         state = self._state(lane)
         return state is not None and state.paused
+
+    async def counting(self, lane: str) -> bool:
+        return self._db.execute(
+            "SELECT 1 FROM loop_guard WHERE lane = ?", (lane,)
+        ).fetchone() is not None
 
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
