@@ -18,7 +18,7 @@ import enum
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -60,10 +60,12 @@ class Lane:
     channel: str
     chat_id: str
     thread_id: str | None = None
+    key: str = field(init=False, repr=False, compare=False)
+    """`channel|chat|thread`, the lane's name in the store: built once, it is read several
+    times for every message."""
 
-    @property
-    def key(self) -> str:
-        return f"{self.channel}|{self.chat_id}|{self.thread_id or ''}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "key", f"{self.channel}|{self.chat_id}|{self.thread_id or ''}")
 
     @classmethod
     def from_key(cls, key: str) -> Lane:

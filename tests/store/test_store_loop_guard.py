@@ -99,3 +99,17 @@ async def test_a_reply_to_a_person_is_not_counted_while_the_guard_counts_nothing
     verdict, _ = await store.loop_guard.post(LANE, output("now counted"), once="h9",
                                              now=at(12), answers_human=True, **policy)
     assert verdict == "tripped"
+
+
+async def test_the_guard_counts_from_a_bot_speaking_until_a_person_does(store: Store) -> None:
+    """`counting` is what lets a reply to a person be posted at once (see `Outbox.post_now`):
+    False while the lane's guard keeps nothing, for every backend alike."""
+    assert not await store.loop_guard.counting(LANE)
+    await store.loop_guard.post(LANE, output("to a person"), once="h1", now=at(0),
+                                answers_human=True, limit=2, window=60.0, keep=5)
+    assert not await store.loop_guard.counting(LANE)  # such a reply writes nothing
+    await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(1))
+    assert await store.loop_guard.counting(LANE)
+    assert not await store.loop_guard.counting("t:main|another room|")
+    await store.loop_guard.human_spoke(LANE)
+    assert not await store.loop_guard.counting(LANE)

@@ -141,7 +141,8 @@ async def test_a_seen_key_tells_when_it_was_first_seen(store: Store) -> None:
 
 
 async def test_a_noted_key_is_seen_like_an_added_one(store: Store) -> None:
-    await store.seen.note("in:a|b|m-1", T0)
+    assert await store.seen.note("in:a|b|m-1", T0)  # new
+    assert not await store.seen.note("in:a|b|m-1", T0)  # a replay's claim
     assert await store.seen.has("in:a|b|m-1")
     assert not await store.seen.add("in:a|b|m-1", T0 + timedelta(seconds=1))
     assert await store.seen.seen_at(["in:a|b|m-1"]) == {"in:a|b|m-1": T0}
