@@ -4,7 +4,8 @@ drop repeated event ids → find the binding → accumulate streamed text → pr
 (track protocol text; wrap a plain reply to a routed request into its RESPONSE; errors and
 aborts of such a reply become `Status: failed`) → loop guard (a paused chat's outputs are
 held, not dropped) → render → outbox.
-Returning normally means the output is durably queued, which is when the link acks.
+Returning normally means the output is durably queued — or, a reply to a person on a platform
+that posts in process, posted (`Outbox.post_now`) — which is when the link acks.
 """
 
 from __future__ import annotations

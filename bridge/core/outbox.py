@@ -1,7 +1,9 @@
 """The durable, ordered, per-lane outbox between the relay and the platforms.
 
 Every output is written to the store before the hub's delivery is acked, then a worker per
-lane (one chat, or one thread of it) posts the lane's items strictly in order. While a reply
+lane (one chat, or one thread of it) posts the lane's items strictly in order. (On a
+platform that posts in process, a reply to a person in an idle lane is posted at once
+instead, before the ack: `post_now`.) While a reply
 streams, its deltas become edits of the platform messages showing it (a long reply streams
 across several parts), at most one round of edits per `min_edit_interval` and only the newest
 text (older deltas are superseded, never queued behind each other); the final replaces the
