@@ -70,11 +70,19 @@ class SqliteSeenStore(SeenStore):
         return cursor.rowcount
 
 
-@functools.cache
+_POINT_LOOKUPS = {
+    count: " UNION ALL ".join(["SELECT key, seen_at FROM seen_keys WHERE key = ?"] * count)
+    for count in range(1, 5)
+}
+"""`seen_at` for a few keys (a reply's two): point lookups glued with UNION ALL, since
+`key IN (?, ?)` costs SQLite a temporary index of the list first, half again as much."""
+
+
 def _seen_at_query(count: int) -> str:
-    """One point lookup per key, glued with UNION ALL: `key IN (?, ?)` costs SQLite a
-    temporary index of the list first, half again as much for the two keys of a reply."""
-    return " UNION ALL ".join(["SELECT key, seen_at FROM seen_keys WHERE key = ?"] * count)
+    """More keys (a journal's batch) are one IN list: a compound SELECT stops at 500 terms."""
+    return _POINT_LOOKUPS.get(count) or (
+        f"SELECT key, seen_at FROM seen_keys WHERE key IN ({', '.join('?' * count)})"
+    )
 
 
 @functools.cache
