@@ -59,6 +59,12 @@ class Capabilities:
     read back: the hub's delivery is acked once it is posted, and a crash before that makes
     the hub deliver it again (see `Outbox.post_now`)."""
 
+    @property
+    def looks_posts_up(self) -> bool:
+        """Does anything look the bridge's own posts up again (`echoes_own_posts`,
+        `replies`)? Only then is a record of each one worth its write."""
+        return self.echoes_own_posts or self.replies
+
 
 class SendError(Exception):
     """An adapter could not deliver an `Outbound`."""

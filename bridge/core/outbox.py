@@ -260,10 +260,14 @@ class Outbox:
                      lane.channel, type(exc).__name__, exc)
             return False
         item.sent[0] = ref.message_id
-        for key, value in (self.sent_records(item, ref) if self.sent_records else {}).items():
-            await self.message_map.put(key, value, self.clock())
+        await self._remember_post(item, ref)
         self._delivered(lane, item)
         return True
+
+    async def _remember_post(self, item: OutboxItem, ref: PlatformRef) -> None:
+        """Keep the records of a new platform message that no part write carries."""
+        for key, value in (self.sent_records(item, ref) if self.sent_records else {}).items():
+            await self.message_map.put(key, value, self.clock())
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -503,9 +507,7 @@ class Outbox:
                     stream = StreamedMessages(ref.chat_id, ref.thread_id, [], [])
                 stream.message_ids.append(ref.message_id)
                 stream.shown.append("")
-                for key, value in (self.sent_records(item, ref) if self.sent_records
-                                   else {}).items():
-                    await self.message_map.put(key, value, self.clock())
+                await self._remember_post(item, ref)
             stream.shown[index] = digest
             await self._save_stream(item.run_id, stream)
         self._last_edit[item.run_id] = loop.time()

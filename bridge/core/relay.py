@@ -180,8 +180,7 @@ class Relay:
         lane = Lane.from_key(item.lane)
         self.metrics.posted(lane.channel)
         adapter = self.ctx.adapters.get(lane.channel)
-        if adapter is not None and not (adapter.capabilities.echoes_own_posts
-                                        or adapter.capabilities.replies):
+        if adapter is not None and not adapter.capabilities.looks_posts_up:
             return {}
         protocol = item.protocol or {}
         return {sent_key(lane.channel, ref.chat_id, ref.message_id): {
