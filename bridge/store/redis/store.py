@@ -7,7 +7,7 @@ in the middle of relaying a message.
 
 from __future__ import annotations
 
-from redis.asyncio import BlockingConnectionPool, Redis, SSLConnection
+from redis.asyncio import Redis, SSLConnection
 from redis.exceptions import RedisError
 
 from bridge.store.base import Store
@@ -17,6 +17,7 @@ from bridge.store.redis.keys import Keys
 from bridge.store.redis.leases import RedisLeaseStore
 from bridge.store.redis.loop_guard import RedisLoopGuardStore
 from bridge.store.redis.pauses import RedisPauseStore
+from bridge.store.redis.pool import FairConnectionPool
 from bridge.store.redis.relay import (
     RedisMessageMapStore,
     RedisOutboxStore,
@@ -28,7 +29,7 @@ from bridge.store.redis.streams import RedisStreamStore
 from bridge.store.redis.url import RedisUrl
 
 # Connections one instance opens at most; a caller past that waits for one to be free
-# (an update holds its connection from WATCH to EXEC, a few round trips).
+# (an update holds its connection from WATCH to EXEC, a few round trips), in the order asked.
 MAX_CONNECTIONS = 32
 POOL_WAIT_SECONDS = 20
 CONNECT_TIMEOUT_SECONDS = 5
@@ -66,7 +67,7 @@ def client(url: RedisUrl) -> Redis:
             tls["ssl_ca_certs"] = url.ssl_ca_certs
         if url.ssl_cert_reqs is not None:
             tls["ssl_cert_reqs"] = url.ssl_cert_reqs
-    pool = BlockingConnectionPool(
+    pool = FairConnectionPool(
         max_connections=MAX_CONNECTIONS,
         timeout=POOL_WAIT_SECONDS,
         host=url.host,
