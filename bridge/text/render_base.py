@@ -99,6 +99,10 @@ class Renderer(ABC):
         return self.list_block(block)
 
     def inlines(self, nodes: Sequence[Inline], parent: Styled | Link | None = None) -> str:
+        if len(nodes) == 1 and type(nodes[0]) is Text:
+            # Most replies are one paragraph of plain text; text needs no neighbours, so
+            # there is no context to build for it (what `inline` would do with it anyway).
+            return self.text(nodes[0].text)
         return "".join(
             self.inline(node, InlineContext(nodes, index, parent))
             for index, node in enumerate(nodes)
