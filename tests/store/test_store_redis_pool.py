@@ -9,6 +9,7 @@ These run against a real server, one connection in the pool, so the order is det
 from __future__ import annotations
 
 import asyncio
+import socket
 import uuid
 from collections.abc import AsyncIterator
 
@@ -86,3 +87,17 @@ async def test_a_cancelled_wait_leaves_the_turns_as_they_were(pool: FairConnecti
     again = await pool.get_connection()
     await pool.release(again)
     assert pool._turns._value == 1
+
+
+async def test_a_failed_connect_gives_its_turn_back_once() -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    pool = FairConnectionPool.from_url(
+        f"redis://127.0.0.1:{port}/0", max_connections=1, timeout=5, socket_connect_timeout=1
+    )
+    for _ in range(3):  # a leaked turn would make the next one wait and time out instead
+        with pytest.raises(RedisConnectionError) as failure:
+            await pool.get_connection()
+        assert "came free" not in str(failure.value)
+    await pool.disconnect()

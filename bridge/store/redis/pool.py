@@ -27,6 +27,10 @@ class FairConnectionPool(ConnectionPool):
         self.timeout = timeout
         self._turns = asyncio.BoundedSemaphore(max_connections)
         self._holding_turn: set[AbstractConnection] = set()
+        """Connections handed out by `get_connection`, each holding a turn. Not the same as
+        the pool's in-use set: when connecting fails, redis-py releases the connection
+        inside its own `get_connection`, before it is handed out, and that turn is given
+        back by the `except` below — once, not twice."""
 
     async def get_connection(self, *args: Any, **kwargs: Any) -> AbstractConnection:
         try:
