@@ -171,8 +171,8 @@ class RelayContext:
                 return False
             adapter = self.adapters[lane.channel]  # `_item` found it
             if (not streamed and inbound_at is not None
-                    and await self.outbox.may_post_now(adapter, item)
-                    and not await self.store.loop_guard.counting(lane.key)):
+                    and self.outbox.may_post_now(adapter, item)
+                    and await self.store.loop_guard.quiet(lane.key)):
                 if once is not None and not await self.store.seen.note(once, self.clock()):
                     return False  # a replay, handled meanwhile
                 if await self.outbox.post_now(lane, adapter, binding, item):

@@ -238,14 +238,15 @@ class Outbox:
         self._working[lane] = asyncio.Event()
         self._workers.spawn(self._work(lane), name=f"outbox:{lane}")
 
-    async def may_post_now(self, adapter: Adapter, item: OutboxItem) -> bool:
-        """May `post_now` take this item past the queue? Only a one-part item, for an
-        adapter that `posts_in_process` (no outage or rate limit can make its post wait,
-        which is what the queue is for), and only while nothing of the lane is queued,
-        whoever queued it, so the lane's order holds (the caller holds the lane's ordering
-        lock from here until it posted)."""
-        return (adapter.capabilities.posts_in_process and len(item.parts) == 1
-                and not await self.store.pending(lane=item.lane, limit=1))
+    @staticmethod
+    def may_post_now(adapter: Adapter, item: OutboxItem) -> bool:
+        """May `post_now` take this item past the queue, as far as the item goes? Only a
+        one-part item, for an adapter that `posts_in_process` (no outage or rate limit can
+        make its post wait, which is what the queue is for). The lane must be quiet too
+        (`LoopGuardStore.quiet`: nothing of it queued, whoever queued it, so the lane's
+        order holds), which the caller asks the store, holding the lane's ordering lock
+        from then until it posted."""
+        return adapter.capabilities.posts_in_process and len(item.parts) == 1
 
     async def post_now(self, lane: Lane, adapter: Adapter, binding: Binding,
                        item: OutboxItem) -> bool:

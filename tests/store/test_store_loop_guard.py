@@ -101,15 +101,22 @@ async def test_a_reply_to_a_person_is_not_counted_while_the_guard_counts_nothing
     assert verdict == "tripped"
 
 
-async def test_the_guard_counts_from_a_bot_speaking_until_a_person_does(store: Store) -> None:
-    """`counting` is what lets a reply to a person be posted at once (see `Outbox.post_now`):
-    False while the lane's guard keeps nothing, for every backend alike."""
-    assert not await store.loop_guard.counting(LANE)
-    await store.loop_guard.post(LANE, output("to a person"), once="h1", now=at(0),
-                                answers_human=True, limit=2, window=60.0, keep=5)
-    assert not await store.loop_guard.counting(LANE)  # such a reply writes nothing
+async def test_a_lane_is_quiet_until_a_bot_speaks_or_something_is_queued(store: Store) -> None:
+    """`quiet` is what lets a reply to a person be posted at once (see `Outbox.post_now`):
+    True while the lane's guard keeps nothing and nothing of the lane is queued, for every
+    backend alike."""
+    other = "t:main|another room|"
+    assert await store.loop_guard.quiet(LANE)
+    verdict, item_id = await store.loop_guard.post(
+        LANE, output("to a person"), once="h1", now=at(0), answers_human=True, limit=2,
+        window=60.0, keep=5)
+    assert verdict == "allow" and item_id is not None
+    assert not await store.loop_guard.quiet(LANE)  # queued: a reply now would overtake it
+    assert await store.loop_guard.quiet(other)
+    await store.outbox.complete(item_id)
+    assert await store.loop_guard.quiet(LANE)  # such a reply counts nothing in the guard
     await store.loop_guard.bot_spoke(LANE, limit=2, window=60, now=at(1))
-    assert await store.loop_guard.counting(LANE)
-    assert not await store.loop_guard.counting("t:main|another room|")
+    assert not await store.loop_guard.quiet(LANE)
+    assert await store.loop_guard.quiet(other)
     await store.loop_guard.human_spoke(LANE)
-    assert not await store.loop_guard.counting(LANE)
+    assert await store.loop_guard.quiet(LANE)

@@ -167,8 +167,8 @@ class MemoryLoopGuardStore(LoopGuardStore):
         state = self._lanes.get(lane)
         return state is not None and state.paused
 
-    async def counting(self, lane: str) -> bool:
-        return lane in self._lanes
+    async def quiet(self, lane: str) -> bool:
+        return lane not in self._lanes and not await self._outbox.pending(lane=lane, limit=1)
 
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime

@@ -81,8 +81,12 @@ class RedisLoopGuardStore(RedisConcern, LoopGuardStore):
     async def is_paused(self, lane: str) -> bool:
         return await self._redis.hget(self._keys.guard(lane), "paused") == "1"
 
-    async def counting(self, lane: str) -> bool:
-        return bool(await self._redis.exists(self._keys.guard(lane)))
+    async def quiet(self, lane: str) -> bool:
+        async with self._redis.pipeline(transaction=False) as pipe:  # one round trip
+            pipe.exists(self._keys.guard(lane))
+            pipe.zcard(self._outbox.group_key(lane))
+            guarded, queued = await pipe.execute()
+        return not guarded and not queued
 
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime

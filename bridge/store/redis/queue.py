@@ -88,6 +88,10 @@ class Queue:
     def item_key(self, item_id: int) -> str:
         return self._keys.item(item_id)
 
+    def group_key(self, group: str) -> str:
+        """The sorted set of one group's queued ids (empty or absent: nothing queued)."""
+        return self._keys.group(group)
+
     async def remove(
         self, item_id: int, group: str | None = None, client: Redis | Pipeline | None = None
     ) -> None:

@@ -289,10 +289,11 @@ class SqliteLoopGuardStore(LoopGuardStore):
         state = self._state(lane)
         return state is not None and state.paused
 
-    async def counting(self, lane: str) -> bool:
+    async def quiet(self, lane: str) -> bool:
         return self._db.execute(
-            "SELECT 1 FROM loop_guard WHERE lane = ?", (lane,)
-        ).fetchone() is not None
+            "SELECT 1 FROM loop_guard WHERE lane = ?"
+            " UNION ALL SELECT 1 FROM outbox WHERE lane = ? LIMIT 1", (lane, lane)
+        ).fetchone() is None
 
     async def hold(
         self, lane: str, item: OutboxItem, *, keep: int, once: str | None, now: datetime
