@@ -28,6 +28,16 @@ log = logging.getLogger(__name__)
 TERMINAL_KINDS = frozenset({"final", "error", "aborted"})
 
 
+def may_have_streamed(params: dict[str, Any]) -> bool:
+    """Might deltas of this terminal output's run wait in the store? Not if it is the run's first
+    output: the BCN numbers a run's outputs from 1, deltas included (CHANNEL_LINK.md §3),
+    so a terminal output with `seq` 1 streamed nothing. Most replies are such, and sparing
+    them the read saves the relay a store query per reply; a BCN that does not number
+    its outputs gets the read."""
+    seq = params.get("seq")
+    return not (isinstance(seq, int) and not isinstance(seq, bool) and seq == 1)
+
+
 class OutboundPipeline:
     def __init__(self, ctx: RelayContext) -> None:
         self.ctx = ctx
@@ -100,7 +110,8 @@ class OutboundPipeline:
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
             return False
-        streamed = await ctx.store.streams.take(run_id) if run_id else ""
+        streamed = (await ctx.store.streams.take(run_id)
+                    if run_id and may_have_streamed(params) else "")
         if kind == "final" and not text:
             text = streamed
         if kind == "final" and not text.strip():

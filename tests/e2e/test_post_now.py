@@ -95,7 +95,7 @@ async def test_output_the_loop_guard_counts_goes_through_the_queue(start_system)
     await relay.outbound.deliver(delivery(binding_id, 1))
     await relay.outbox.wait_idle()
     assert queued(system) == 1
-    assert await relay.ctx.store.loop_guard.counting(LANE)
+    assert not await relay.ctx.store.loop_guard.quiet(LANE)
     # While the guard counts in the lane, a reply to a person is counted there too.
     await relay.outbound.deliver(delivery(binding_id, 2, source_msg_id="m-1"))
     await relay.outbox.wait_idle()
@@ -124,3 +124,46 @@ async def test_a_platform_that_echoes_keeps_a_record_of_each_post(start_system, 
         sent_key("testchat:main", "room", reply.ref.message_id))
     assert record is not None and record["sender"] == "Echo"
     assert queued(system) == 0
+
+
+class CountedStreams:
+    """The store's stream concern, counting how often a finished run's deltas are taken."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.takes = 0
+
+    async def take(self, run_id: str) -> str:
+        self.takes += 1
+        return await self.inner.take(run_id)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+async def test_only_a_reply_that_may_have_streamed_reads_the_stream_store(start_system):
+    """The BCN numbers a run's outputs from 1, deltas included: a final numbered 1 streamed
+    nothing, so nothing is read for it; one after deltas takes them, and so does one from
+    a BCN that does not number its outputs."""
+    system = await start_system(stream=False)
+    relay = system.app.relay
+    streams = relay.ctx.store.streams = CountedStreams(relay.ctx.store.streams)
+    await system.chat_adapter.say("room", "hello there", message_id="m-1")
+    [reply] = await system.wait_for(finals)
+    assert reply.text == "hello there"
+    assert streams.takes == 0  # the hub's final of a run that did not stream: seq 1
+    [binding_id] = relay.link.bindings_by_id
+    run = {"binding_id": binding_id, "bcs_session_id": "demo:x", "run_id": "r-streamed",
+           "sender": {"bot_uuid": "b", "name": "Echo"}}
+    await relay.outbound.deliver({**run, "event_id": "s-1", "kind": "delta",
+                                  "text": "words that streamed", "seq": 1})
+    await relay.outbound.deliver({**run, "event_id": "s-2", "kind": "final", "text": "",
+                                  "seq": 2})
+    await relay.outbox.wait_idle()
+    assert streams.takes == 1
+    assert texts(finals(system.chat.messages))[-1] == "words that streamed"
+    await relay.outbound.deliver({**run, "run_id": "r-unnumbered", "event_id": "u-1",
+                                  "kind": "final", "text": "no seq here"})
+    await relay.outbox.wait_idle()
+    assert streams.takes == 2
+    assert texts(finals(system.chat.messages))[-1] == "no seq here"
