@@ -144,8 +144,12 @@ class InboundPipeline:
 
     # ------------------------------------------------------------------ CLARIFY answers
     async def _answer_clarify(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
-        """A human's reply to a bot's CLARIFY answers it inside the same conversation."""
-        if msg.sender.is_bot:
+        """A human's reply to a bot's CLARIFY answers it inside the same conversation.
+
+        Not where the binding's protocol is off: the bridge neither parses nor tracks
+        protocol text there, so it answers no question in it either (nor reads the store
+        to look for one)."""
+        if msg.sender.is_bot or not binding.protocol.enabled:
             return False
         conv, answer = await self._clarify_target(msg, lane)
         if conv is None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 
-from bridge.protocol import build_request, parse
+from bridge.core.outbox import Lane
+from bridge.protocol import build_clarify, build_request, parse
 from tests.e2e.e2e_support import WAIT, texts
 from tests.e2e.recording_adapter import RecordingAdapter
 
@@ -57,6 +58,24 @@ async def test_clarify_is_answered_by_a_human_reply(start_system):
     conv = await system.app.relay.tracker.get(question.request_id)
     assert conv.status == "done"
     assert "ANSWER" in [entry.type for entry in conv.history]
+
+
+async def test_without_the_protocol_a_message_answers_no_clarify(start_system):
+    """A binding with the protocol off neither parses nor tracks protocol text, so a
+    person's message there answers no bot's question: one left open from when the protocol
+    was on stays open, and the message goes to the bots as it is."""
+    system = await start_system(binding={"protocol": {"enabled": False}})
+    relay = system.app.relay
+    lane = Lane("testchat:main", "room")
+    await relay.ctx.track(parse(build_request(to="Rules", from_="Ada", task="the weather",
+                                              request_id="ada-1", depth=(1, 5))), lane)
+    await relay.ctx.track(parse(build_clarify(to="Ada", from_="Rules", request_id="ada-1",
+                                              question="which city?", depth=(1, 5))), lane)
+    assert (await relay.tracker.get("ada-1")).status == "clarifying"
+    await system.chat_adapter.say("room", "Paris")
+    [echo] = await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    assert echo.text == "Paris"
+    assert (await relay.tracker.get("ada-1")).status == "clarifying"
 
 
 async def test_plain_reply_to_a_routed_request_is_wrapped_as_a_response(start_system):
