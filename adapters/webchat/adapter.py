@@ -80,6 +80,7 @@ class WebchatAdapter(Adapter):
         min_edit_interval=0.25,
         echoes_own_posts=False,
         replies=False,
+        redelivers=False,  # a page's resend is filtered by its room (`Room.seen`)
         posts_in_process=True,
         request_panel=True,
     )

@@ -52,6 +52,13 @@ class Capabilities:
     reply_to`): a reply to a bot's CLARIFY answers it. With neither this nor
     `echoes_own_posts` nothing ever looks a post up, so the bridge keeps no record of each
     one (a write, and its page of the store, saved on every reply)."""
+    redelivers: bool = True
+    """The platform may hand the bridge one message twice (a gateway replaying after a
+    reconnect, a webhook retried), so each incoming message's key is looked up in the store
+    first (the duplicate filter). An adapter that gives each message a fresh id once and
+    filters its own resends (the webchat's rooms) saves that read on every message; a
+    repeat that still got through is refused by the BCN, whose idempotency key is the
+    message id (CHANNEL_LINK.md §2)."""
     posts_in_process: bool = False
     """Posting is a call inside this process that no rate limit, outage or timeout can delay
     (the webchat's own rooms). The outbox is there to wait those out, so a bot's reply to a

@@ -67,7 +67,8 @@ class InboundPipeline:
         lets the platform's redelivery through instead of losing the message."""
         ctx = self.ctx
         adapter = ctx.adapters.get(msg.channel)
-        echoes = adapter is None or adapter.capabilities.echoes_own_posts
+        capabilities = adapter.capabilities if adapter is not None else None
+        echoes = capabilities is None or capabilities.echoes_own_posts
         if echoes and await ctx.store.message_map.get(
             sent_key(msg.channel, msg.chat_id, msg.message_id)
         ):
@@ -75,7 +76,8 @@ class InboundPipeline:
             ctx.metrics.drop(msg.channel, "in", "own_echo")
             return
         key = dedupe_key(msg)
-        if key in self._handling or await ctx.store.seen.has(key):
+        redelivers = capabilities is None or capabilities.redelivers
+        if key in self._handling or (redelivers and await ctx.store.seen.has(key)):
             log.debug("dropping duplicate %s", key)
             ctx.metrics.drop(msg.channel, "in", "duplicate")
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from datetime import timedelta
 
 from bridge.core.outbox import Lane
@@ -207,6 +208,51 @@ async def test_duplicate_platform_message_is_relayed_once(start_system):
     )
     echoed = texts(finals_from(system.chat.messages, "Echo"))
     assert echoed == ["only once please", "marker message"]
+
+
+class CountedSeen:
+    """The store's seen keys, counting the duplicate filter's lookups."""
+
+    def __init__(self, inner):  # type: ignore[no-untyped-def]
+        self.inner = inner
+        self.lookups = 0
+
+    async def has(self, key: str) -> bool:
+        self.lookups += 1
+        return await self.inner.has(key)
+
+    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
+        return getattr(self.inner, name)
+
+
+async def test_a_platform_that_never_redelivers_is_spared_the_duplicate_filter(
+    start_system, monkeypatch
+):
+    """Such a platform's messages are not looked up in the store first; a repeat that still
+    comes (one id handed over twice) is refused by the hub, whose idempotency key the id is."""
+    monkeypatch.setattr(RecordingAdapter, "capabilities", replace(
+        RecordingAdapter.capabilities, redelivers=False))
+    system = await start_system()
+    relay = system.app.relay
+    seen = relay.ctx.store.seen = CountedSeen(relay.ctx.store.seen)
+    await system.chat_adapter.say("room", "only once please", message_id="dup-1")
+    await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    await system.chat_adapter.say("room", "only once please", message_id="dup-1")
+    await system.chat_adapter.say("room", "marker message")
+    await system.wait_for(
+        lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "marker message"]
+    )
+    assert texts(finals_from(system.chat.messages, "Echo")) == [
+        "only once please", "marker message"]
+    assert seen.lookups == 0
+    # A platform that may redeliver asks first, for each message.
+    monkeypatch.setattr(RecordingAdapter, "capabilities", replace(
+        RecordingAdapter.capabilities, redelivers=True))
+    await system.chat_adapter.say("room", "asked about")
+    await system.wait_for(
+        lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "asked about"]
+    )
+    assert seen.lookups == 1
 
 
 async def test_require_mention_turns_unmentioned_messages_into_observation(start_system):
