@@ -58,7 +58,7 @@ class Capabilities:
     first (the duplicate filter). An adapter that gives each message a fresh id once and
     filters its own resends (the webchat's rooms) saves that read on every message; a
     repeat that still got through is refused by the BCN, whose idempotency key is the
-    message id (CHANNEL_LINK.md §2)."""
+    message id (`duplicate: true`, docs/hub.md)."""
     posts_in_process: bool = False
     """Posting is a call inside this process that no rate limit, outage or timeout can delay
     (the webchat's own rooms). The outbox is there to wait those out, so a bot's reply to a

@@ -29,11 +29,11 @@ TERMINAL_KINDS = frozenset({"final", "error", "aborted"})
 
 
 def may_have_streamed(params: dict[str, Any]) -> bool:
-    """Might deltas of this terminal output's run wait in the store? Not if it is the run's first
-    output: the BCN numbers a run's outputs from 1, deltas included (CHANNEL_LINK.md §3),
-    so a terminal output with `seq` 1 streamed nothing. Most replies are such, and sparing
-    them the read saves the relay a store query per reply; a BCN that does not number
-    its outputs gets the read."""
+    """Might deltas of this terminal output's run wait in the store? Not if it is the run's
+    first output: the BCN numbers a run's outputs from 1, deltas included (the `seq` of
+    `channel.deliver`, docs/hub.md), so a terminal output with `seq` 1 streamed nothing.
+    Most replies are such, and sparing them the read saves the relay a store query per
+    reply; a BCN that does not number its outputs gets the read."""
     seq = params.get("seq")
     return not (isinstance(seq, int) and not isinstance(seq, bool) and seq == 1)
 
