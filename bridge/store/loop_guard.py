@@ -99,8 +99,8 @@ class LoopGuardStore(ABC):
         Then a reply to a person leaves the guard as it is (see `post`'s `answers_human`) and
         overtakes nothing, so it can be posted at once without a write (`Outbox.post_now`).
 
-        One read for both: every reply to a person asks, and on SQLite each statement on
-        the hot path costs the relay about 2% of its CPU (docs/performance.md)."""
+        One read for both: every reply to a person asks, and on SQLite a statement on the
+        hot path costs the relay a few percent of its CPU (docs/performance.md)."""
 
     @abstractmethod
     async def hold(
