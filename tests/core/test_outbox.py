@@ -16,6 +16,7 @@ from bridge.core.model import Outbound, PlatformRef
 from bridge.core.outbox import Lane, Outbox
 from bridge.store import open_store
 from bridge.store.relay import OutboxItem
+from tests.support.counted import CountedCalls
 
 LANE = Lane("fake:main", "room")
 BINDING = Binding(channel="fake:main", chat="room", group="g")
@@ -255,21 +256,6 @@ async def test_a_stream_begun_by_one_instance_is_finished_by_another_in_place(st
     await second.stop()
 
 
-class CountingOutboxStore:
-    """The store's outbox, counting the lane reads a worker makes."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.reads = 0
-
-    async def pending(self, lane=None, limit=None):
-        self.reads += 1
-        return await self.inner.pending(lane=lane, limit=limit)
-
-    def __getattr__(self, name: str):
-        return getattr(self.inner, name)
-
-
 async def test_a_chat_of_one_reply_at_a_time_costs_one_read_per_reply(
     store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -278,13 +264,13 @@ async def test_a_chat_of_one_reply_at_a_time_costs_one_read_per_reply(
     # machine, none falls inside this test.
     monkeypatch.setattr(outbox_module, "LINGER_POLL", 3600.0)
     platform = Platform()
-    counted = CountingOutboxStore(store.outbox)
+    counted = CountedCalls(store.outbox, "pending")
     outbox = Outbox(counted, store.message_map, lambda lane: (platform, BINDING), clock=clock)
     for n in range(20):
         await outbox.put(item(f"reply {n}"))
         await drain(outbox)
     assert platform.posted == [f"reply {n}" for n in range(20)]
-    assert counted.reads <= 20 + 1  # two a reply before
+    assert counted.calls["pending"] <= 20 + 1  # two a reply before
     await outbox.stop()
 
 

@@ -16,6 +16,7 @@ import pytest
 from bridge.core.inbound import sent_key
 from tests.e2e.e2e_support import texts
 from tests.e2e.recording_adapter import RecordingAdapter
+from tests.support.counted import CountedCalls
 
 LANE = "testchat:main|room|"
 
@@ -126,32 +127,17 @@ async def test_a_platform_that_echoes_keeps_a_record_of_each_post(start_system, 
     assert queued(system) == 0
 
 
-class CountedStreams:
-    """The store's stream concern, counting how often a finished run's deltas are taken."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.takes = 0
-
-    async def take(self, run_id: str) -> str:
-        self.takes += 1
-        return await self.inner.take(run_id)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.inner, name)
-
-
 async def test_only_a_reply_that_may_have_streamed_reads_the_stream_store(start_system):
     """The BCN numbers a run's outputs from 1, deltas included: a final numbered 1 streamed
     nothing, so nothing is read for it; one after deltas takes them, and so does one from
     a BCN that does not number its outputs."""
     system = await start_system(stream=False)
     relay = system.app.relay
-    streams = relay.ctx.store.streams = CountedStreams(relay.ctx.store.streams)
+    streams = relay.ctx.store.streams = CountedCalls(relay.ctx.store.streams, "take")
     await system.chat_adapter.say("room", "hello there", message_id="m-1")
     [reply] = await system.wait_for(finals)
     assert reply.text == "hello there"
-    assert streams.takes == 0  # the hub's final of a run that did not stream: seq 1
+    assert streams.calls["take"] == 0  # the hub's final of a run that did not stream: seq 1
     [binding_id] = relay.link.bindings_by_id
     run = {"binding_id": binding_id, "bcs_session_id": "demo:x", "run_id": "r-streamed",
            "sender": {"bot_uuid": "b", "name": "Echo"}}
@@ -160,10 +146,10 @@ async def test_only_a_reply_that_may_have_streamed_reads_the_stream_store(start_
     await relay.outbound.deliver({**run, "event_id": "s-2", "kind": "final", "text": "",
                                   "seq": 2})
     await relay.outbox.wait_idle()
-    assert streams.takes == 1
+    assert streams.calls["take"] == 1
     assert texts(finals(system.chat.messages))[-1] == "words that streamed"
     await relay.outbound.deliver({**run, "run_id": "r-unnumbered", "event_id": "u-1",
                                   "kind": "final", "text": "no seq here"})
     await relay.outbox.wait_idle()
-    assert streams.takes == 2
+    assert streams.calls["take"] == 2
     assert texts(finals(system.chat.messages))[-1] == "no seq here"

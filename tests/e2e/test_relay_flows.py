@@ -10,6 +10,7 @@ from bridge.core.outbox import Lane
 from bridge.protocol import build_clarify, build_request, parse
 from tests.e2e.e2e_support import WAIT, texts
 from tests.e2e.recording_adapter import RecordingAdapter
+from tests.support.counted import CountedCalls
 
 
 def finals_from(messages, sender):  # type: ignore[no-untyped-def]
@@ -210,21 +211,6 @@ async def test_duplicate_platform_message_is_relayed_once(start_system):
     assert echoed == ["only once please", "marker message"]
 
 
-class CountedSeen:
-    """The store's seen keys, counting the duplicate filter's lookups."""
-
-    def __init__(self, inner):  # type: ignore[no-untyped-def]
-        self.inner = inner
-        self.lookups = 0
-
-    async def has(self, key: str) -> bool:
-        self.lookups += 1
-        return await self.inner.has(key)
-
-    def __getattr__(self, name: str):  # type: ignore[no-untyped-def]
-        return getattr(self.inner, name)
-
-
 async def test_a_platform_that_never_redelivers_is_spared_the_duplicate_filter(
     start_system, monkeypatch
 ):
@@ -234,7 +220,7 @@ async def test_a_platform_that_never_redelivers_is_spared_the_duplicate_filter(
         RecordingAdapter.capabilities, redelivers=False))
     system = await start_system()
     relay = system.app.relay
-    seen = relay.ctx.store.seen = CountedSeen(relay.ctx.store.seen)
+    seen = relay.ctx.store.seen = CountedCalls(relay.ctx.store.seen, "has")
     await system.chat_adapter.say("room", "only once please", message_id="dup-1")
     await system.wait_for(lambda ms: finals_from(ms, "Echo"))
     await system.chat_adapter.say("room", "only once please", message_id="dup-1")
@@ -244,7 +230,7 @@ async def test_a_platform_that_never_redelivers_is_spared_the_duplicate_filter(
     )
     assert texts(finals_from(system.chat.messages, "Echo")) == [
         "only once please", "marker message"]
-    assert seen.lookups == 0
+    assert seen.calls["has"] == 0
     # A platform that may redeliver asks first, for each message.
     monkeypatch.setattr(RecordingAdapter, "capabilities", replace(
         RecordingAdapter.capabilities, redelivers=True))
@@ -252,7 +238,7 @@ async def test_a_platform_that_never_redelivers_is_spared_the_duplicate_filter(
     await system.wait_for(
         lambda ms: [m for m in finals_from(ms, "Echo") if m.text == "asked about"]
     )
-    assert seen.lookups == 1
+    assert seen.calls["has"] == 1
 
 
 async def test_require_mention_turns_unmentioned_messages_into_observation(start_system):
