@@ -72,11 +72,10 @@ class MemoryOutboxStore(OutboxStore):
     async def pending(
         self, lane: str | None = None, limit: int | None = None
     ) -> list[OutboxItem]:
-        found = [
-            copy.deepcopy(self._items[key]) for key in sorted(self._items)
-            if lane is None or self._items[key].lane == lane
-        ]
-        return found if limit is None else found[:limit]
+        keys = [key for key in sorted(self._items)
+                if lane is None or self._items[key].lane == lane]
+        # Only what is returned is copied: `quiet` asks for one item of a lane per reply.
+        return [copy.deepcopy(self._items[key]) for key in keys[:limit]]
 
     async def lanes(self) -> list[str]:
         return sorted({item.lane for item in self._items.values()})
