@@ -23,6 +23,16 @@ With `--code DIR` it measures something else: the relay of this checkout beside 
 another checkout (DIR, e.g. `git archive <commit> | tar -x -C DIR`), both at `--conversations`
 at once and taking turns, and prints the ratio of their CPU per round trip — what a change to
 the relay path costs or saves, against the code before it in the same run.
+
+With `--instructions` (valgrind needed) it counts instead of timing: each server runs under
+callgrind, which counts the instructions it executes while `--trips` round trips go through
+at `--conversations` at once (start-up and warm-up not counted), and it prints instructions
+per round trip for the relay and the hub alone — or, with `--code DIR` too, for this
+checkout's relay and that one's. The count barely moves with the machine's speed or load, so
+a change worth 1-2% shows where timed runs spread ±5%; but it leaves out what the CPU waits
+for (cache misses, system calls), so it complements the timed figures, never replaces them.
+
+    python bench/relay.py --instructions [--code DIR] [--trips 1000] [--conversations 50]
 """
 
 from __future__ import annotations
@@ -31,9 +41,11 @@ import argparse
 import asyncio
 import contextlib
 import json
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 
 import aiohttp
@@ -84,10 +96,11 @@ class Tab:
 
 
 @contextlib.asynccontextmanager
-async def server(*args: str, code: str | None = None) -> AsyncIterator[tuple[str, int]]:
+async def server(*args: str, code: str | None = None,
+                 under: Sequence[str] = ()) -> AsyncIterator[tuple[str, int]]:
     """A `bench/serve.py` process (of the checkout `code`, if given): its URL and pid."""
     script = str(Path(code) / "bench" / "serve.py") if code else SERVE
-    async with server_process.server(script, *args, code=code) as (words, pid):
+    async with server_process.server(script, *args, code=code, under=under) as (words, pid):
         yield words[0], pid
 
 
@@ -262,6 +275,76 @@ async def compare(code: str, conversations: int, seconds: float, rounds: int) ->
           "the other's")
 
 
+class Counted:
+    """A server run under callgrind, counting only while `count` drives its round trips."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.trips = 0
+
+    @property
+    def under(self) -> tuple[str, ...]:
+        return ("valgrind", "--tool=callgrind", "--instr-atstart=no",
+                f"--callgrind-out-file={self.out}", f"--log-file={self.out}.log")
+
+    async def count(self, pid: int, round_trip: RoundTrip, conversations: int,
+                    trips: int) -> None:
+        each = max(1, trips // conversations)
+
+        async def drive(index: int) -> None:
+            for _ in range(each):
+                await round_trip(index)
+
+        await _callgrind_control("-i", "on", str(pid))
+        await asyncio.gather(*(drive(i) for i in range(conversations)))
+        await _callgrind_control("-i", "off", str(pid))
+        self.trips += each * conversations
+
+    def per_trip(self) -> float:
+        """Instructions per round trip, from the file callgrind writes when the server ends."""
+        for text in reversed(self.out.read_text().splitlines()):
+            if text.startswith("totals:"):
+                return int(text.split()[1]) / max(1, self.trips)
+        raise RuntimeError(f"{self.out} holds no instruction count")
+
+
+async def _callgrind_control(*args: str) -> None:
+    process = await asyncio.create_subprocess_exec(
+        "callgrind_control", *args, stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL)
+    if await process.wait() != 0:
+        raise RuntimeError(f"callgrind_control {' '.join(args)} failed")
+
+
+async def count_instructions(code: str | None, conversations: int, trips: int) -> None:
+    """Instructions per round trip: the relay beside the hub alone, or (with `code`) this
+    checkout's relay beside that one's."""
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        raise SystemExit("--instructions needs valgrind (e.g. apt-get install valgrind)")
+    rooms = ("--rooms", str(conversations))
+    with tempfile.TemporaryDirectory() as scratch:
+        first, second = Counted(Path(scratch) / "first"), Counted(Path(scratch) / "second")
+        async with aiohttp.ClientSession() as session:
+            async with server("relay", *rooms, under=first.under) as (url, pid), \
+                    relay_driver(session, url, conversations) as trip:
+                await first.count(pid, trip, conversations, trips)
+            if code:
+                async with server("relay", *rooms, code=code, under=second.under) as (url, pid), \
+                        relay_driver(session, url, conversations) as trip:
+                    await second.count(pid, trip, conversations, trips)
+            else:
+                async with server("hub", under=second.under) as (url, pid), \
+                        hub_driver(url, conversations) as trip:
+                    await second.count(pid, trip, conversations, trips)
+        mine, theirs = first.per_trip(), second.per_trip()
+    other = f"relay of {code}" if code else "hub only (hub+echo, 1 process)"
+    print(f"instructions per round trip (callgrind), {first.trips} round trips each at "
+          f"{conversations} conversations at once (servers on {loop_name()})")
+    print(f"  {'relay (bridge+hub+echo, 1 process)':<40}{mine:12,.0f}")
+    print(f"  {other:<40}{theirs:12,.0f}")
+    print(f"  => {mine / theirs:.3f}x")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=500)
@@ -271,7 +354,14 @@ def main() -> None:
                         help="the relay and the hub alone take turns this many times")
     parser.add_argument("--code", help="instead: this checkout's relay beside the relay of "
                         "this other checkout (e.g. `git archive <commit> | tar -x -C DIR`)")
+    parser.add_argument("--instructions", action="store_true",
+                        help="instead: count instructions per round trip under callgrind")
+    parser.add_argument("--trips", type=int, default=1000,
+                        help="with --instructions: round trips counted on each server")
     args = parser.parse_args()
+    if args.instructions:
+        asyncio.run(count_instructions(args.code, args.conversations, args.trips))
+        return
     if args.code:
         asyncio.run(compare(args.code, args.conversations, args.seconds, args.rounds))
         return

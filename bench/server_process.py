@@ -14,7 +14,7 @@ import logging
 import os
 import statistics
 import sys
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -35,19 +35,21 @@ def memory_mb(pid: int, field: str = "VmRSS") -> float:
 
 
 @contextlib.asynccontextmanager
-async def server(script: str, *args: str, code: str | None = None
-                 ) -> AsyncIterator[tuple[list[str], int]]:
-    """Run `script args…` until it prints `READY …`; yields those words and its pid."""
+async def server(script: str, *args: str, code: str | None = None,
+                 under: Sequence[str] = ()) -> AsyncIterator[tuple[list[str], int]]:
+    """Run `script args…` until it prints `READY …`; yields those words and its pid.
+    `under`: a command the interpreter runs inside (e.g. valgrind and its options)."""
     env = {**os.environ, "NO_PROXY": "127.0.0.1,localhost"}
     if code:
         env["BENCH_CODE"] = code
     process = await asyncio.create_subprocess_exec(
-        sys.executable, script, *args, cwd=code or ROOT, env=env,
+        *under, sys.executable, script, *args, cwd=code or ROOT, env=env,
         stdout=asyncio.subprocess.PIPE)
     try:
         assert process.stdout is not None
         while True:
-            line = (await asyncio.wait_for(process.stdout.readline(), 120)).decode()
+            waited = process.stdout.readline()
+            line = (await asyncio.wait_for(waited, 600 if under else 120)).decode()
             if not line:
                 raise RuntimeError(f"{script} {' '.join(args)} exited before it was ready")
             if line.startswith("READY "):
