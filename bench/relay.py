@@ -276,7 +276,7 @@ async def compare(code: str, conversations: int, seconds: float, rounds: int) ->
 
 
 class Counted:
-    """A server run under callgrind, counting only while `count` drives its round trips."""
+    """A server run under callgrind, counting only while `run` drives its round trips."""
 
     def __init__(self, out: Path) -> None:
         self.out = out
@@ -287,18 +287,24 @@ class Counted:
         return ("valgrind", "--tool=callgrind", "--instr-atstart=no",
                 f"--callgrind-out-file={self.out}", f"--log-file={self.out}.log")
 
-    async def count(self, pid: int, round_trip: RoundTrip, conversations: int,
-                    trips: int) -> None:
-        each = max(1, trips // conversations)
+    async def run(self, session: aiohttp.ClientSession, mode: str, conversations: int,
+                  trips: int, code: str | None = None) -> None:
+        """Start a `mode` server (relay or hub) under callgrind, warm it up, then count
+        `trips` round trips at `conversations` at once."""
+        rooms = ("--rooms", str(conversations)) if mode == "relay" else ()
+        async with server(mode, *rooms, code=code, under=self.under) as (url, pid), \
+                (relay_driver(session, url, conversations) if mode == "relay"
+                 else hub_driver(url, conversations)) as round_trip:
+            each = max(1, trips // conversations)
 
-        async def drive(index: int) -> None:
-            for _ in range(each):
-                await round_trip(index)
+            async def drive(index: int) -> None:
+                for _ in range(each):
+                    await round_trip(index)
 
-        await _callgrind_control("-i", "on", str(pid))
-        await asyncio.gather(*(drive(i) for i in range(conversations)))
-        await _callgrind_control("-i", "off", str(pid))
-        self.trips += each * conversations
+            await _callgrind_control("-i", "on", str(pid))
+            await asyncio.gather(*(drive(i) for i in range(conversations)))
+            await _callgrind_control("-i", "off", str(pid))
+            self.trips += each * conversations
 
     def per_trip(self) -> float:
         """Instructions per round trip, from the file callgrind writes when the server ends."""
@@ -321,21 +327,11 @@ async def count_instructions(code: str | None, conversations: int, trips: int) -
     checkout's relay beside that one's."""
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         raise SystemExit("--instructions needs valgrind (e.g. apt-get install valgrind)")
-    rooms = ("--rooms", str(conversations))
     with tempfile.TemporaryDirectory() as scratch:
         first, second = Counted(Path(scratch) / "first"), Counted(Path(scratch) / "second")
         async with aiohttp.ClientSession() as session:
-            async with server("relay", *rooms, under=first.under) as (url, pid), \
-                    relay_driver(session, url, conversations) as trip:
-                await first.count(pid, trip, conversations, trips)
-            if code:
-                async with server("relay", *rooms, code=code, under=second.under) as (url, pid), \
-                        relay_driver(session, url, conversations) as trip:
-                    await second.count(pid, trip, conversations, trips)
-            else:
-                async with server("hub", under=second.under) as (url, pid), \
-                        hub_driver(url, conversations) as trip:
-                    await second.count(pid, trip, conversations, trips)
+            await first.run(session, "relay", conversations, trips)
+            await second.run(session, "relay" if code else "hub", conversations, trips, code)
         mine, theirs = first.per_trip(), second.per_trip()
     other = f"relay of {code}" if code else "hub only (hub+echo, 1 process)"
     print(f"instructions per round trip (callgrind), {first.trips} round trips each at "
