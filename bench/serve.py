@@ -83,6 +83,15 @@ async def echo(url: str, huge: int = 0) -> asyncio.Task[None]:
     return task
 
 
+async def terminated() -> None:
+    """Until SIGTERM: then `serve` returns as any command stops, and a profile (if asked
+    for) is written. A signal handler raising into the loop instead lands in whatever
+    callback runs at that moment, which the loop may catch and log as a transport error."""
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+
+
 async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
                 max_reply_chars: int | None = None) -> None:
     with tempfile.TemporaryDirectory() as scratch:
@@ -92,7 +101,7 @@ async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
                 bot = await echo(hub.url)
                 event_loop.settle()  # as `bcn-bridge hub` does once it is up
                 print(f"READY {hub.url}", flush=True)
-                await asyncio.Event().wait()
+                await terminated()
                 bot.cancel()
             return
         app = BridgeApp(relay_config(data_dir, rooms, hub_url, max_reply_chars))
@@ -103,7 +112,7 @@ async def serve(mode: str, rooms: int, hub_url: str | None, huge: int = 0,
         event_loop.settle()  # as `bcn-bridge run` does once it is up
         print(f"READY {app.web.url.replace('http://', 'ws://')}/webchat/main/ws", flush=True)
         try:
-            await asyncio.Event().wait()
+            await terminated()
         finally:
             if bot is not None:
                 bot.cancel()
@@ -130,12 +139,9 @@ def main() -> None:
     # CPU time, not wall time: on a shared machine a wall-clock profile blames whatever
     # was running when the process was descheduled (usually a socket send).
     profile = cProfile.Profile(time.process_time)
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
     profile.enable()
     try:
         event_loop.run(serving)
-    except KeyboardInterrupt:
-        pass
     finally:
         profile.disable()
         profile.dump_stats(profile_to)
