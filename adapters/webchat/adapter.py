@@ -22,6 +22,7 @@ from adapters.webchat.page import WebchatPage
 from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
 from adapters.webchat.session import WebchatSession
 from adapters.webchat.visitors import ClientIds, Visitor
+from adapters.webchat.writes import EndOfTurn
 from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
@@ -104,6 +105,8 @@ class WebchatAdapter(Adapter):
         self.base = f"/webchat/{account}/"
         self.page = WebchatPage(config.title, self.base)
         self._sessions: set[WebchatSession] = set()
+        self._turn = EndOfTurn()
+        """Every page's frames of one loop turn, written together (see `writes.py`)."""
         self._accepting = False
         self._mount(web)
 
@@ -210,7 +213,7 @@ class WebchatAdapter(Adapter):
         await ws.prepare(request)
         visitor = Visitor(request.remote or "unknown", next(self._connections))
         session = WebchatSession(ws, self.chat, self._deliver, ids=self.ids, visitor=visitor,
-                                 transport=request.transport)
+                                 transport=request.transport, turn=self._turn)
         self._sessions.add(session)
         try:
             await session.run()
@@ -219,6 +222,7 @@ class WebchatAdapter(Adapter):
         return ws
 
     async def _close_sockets(self, app: web.Application | None = None) -> None:
+        self._turn.write_all()  # what this turn queued goes out before the close frames
         closing = [
             session.ws.close(code=1001, message=b"webchat stopping") for session in self._sessions
         ]

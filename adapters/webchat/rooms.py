@@ -11,7 +11,6 @@ remembers who opened it, so one visitor can hold only a few (`chat.py` enforces 
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sys
 from collections import OrderedDict
@@ -39,7 +38,8 @@ class Member(Protocol):
     client_id: str
     name: str
 
-    async def send_text(self, data: str) -> None: ...
+    async def send_text(self, data: str) -> None:
+        """Queue a frame for the page: never waits for it (see `writes.py`)."""
 
 
 @dataclass(slots=True)
@@ -174,24 +174,14 @@ class Room:
             await self.broadcast({"type": frame_type, "message": message.to_json()}, skip=skip)
 
     async def broadcast(self, frame: dict[str, Any], *, skip: Member | None = None) -> None:
-        """Send one frame to every member (but `skip`); a member whose socket fails is
-        skipped, not fatal."""
-        members = [member for member in self.members if member is not skip]
-        if not members:
-            return
+        """Send one frame to every member (but `skip`): queued for each page, which never
+        waits for a slow one; a member whose socket fails is skipped, not fatal."""
         data = encode(frame)
-        if len(members) == 1:  # the common case: no gather, no task per frame
+        for member in [member for member in self.members if member is not skip]:
             try:
-                await members[0].send_text(data)
+                await member.send_text(data)
             except Exception as error:
-                log.debug("webchat: dropping a frame for %s: %s", members[0].name, error)
-            return
-        results = await asyncio.gather(
-            *(member.send_text(data) for member in members), return_exceptions=True
-        )
-        for member, result in zip(members, results, strict=True):
-            if isinstance(result, Exception):
-                log.debug("webchat: dropping a frame for %s: %s", member.name, result)
+                log.debug("webchat: dropping a frame for %s: %s", member.name, error)
 
 
 class TooManyRooms(Exception):

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Protocol
 
 from aiohttp import WSMsgType, web
 
@@ -21,27 +19,12 @@ from adapters.webchat.frames import (
 )
 from adapters.webchat.rooms import ChatMessage, Member, Room
 from adapters.webchat.visitors import ClientIds, Visitor
+from adapters.webchat.writes import SEND_TIMEOUT, EndOfTurn, PageTransport, PageWriter
 
 log = logging.getLogger(__name__)
 
 DeliverHuman = Callable[[ChatMessage, Member], Awaitable[None]]
 """Hands a new human message on to the bridge core."""
-
-SEND_TIMEOUT = 10.0
-"""Longest wait for a page to take one frame. A tab that stops reading (a suspended laptop,
-a hostile client) is cut off then: it would otherwise hold up every broadcast to its room,
-and with it the bots' replies, while unsent frames pile up in memory."""
-
-
-SURE_TO_FIT = 16 * 1024
-"""Bytes a page's socket buffer may hold, with the new frame, for a send that cannot wait:
-well under the transport's high-water mark (64 KiB), so the frame is written at once."""
-
-
-class PageTransport(Protocol):
-    def abort(self) -> None: ...
-
-    def get_write_buffer_size(self) -> int: ...
 
 
 class WebchatSession:
@@ -57,10 +40,11 @@ class WebchatSession:
         visitor: Visitor,
         transport: PageTransport | None = None,
         send_timeout: float = SEND_TIMEOUT,
+        turn: EndOfTurn | None = None,
     ) -> None:
         self.ws = ws
-        self.transport = transport
-        self.send_timeout = send_timeout
+        self.writer = PageWriter(ws, transport, turn or EndOfTurn(), send_timeout=send_timeout)
+        """Frames to this page: written at the end of the loop's turn (see `writes.py`)."""
         self.chat = chat
         self.deliver = deliver
         self.ids = ids
@@ -73,23 +57,9 @@ class WebchatSession:
         self.room: Room | None = None
 
     async def send_text(self, data: str) -> None:
-        if self.ws.closed:
-            return
-        transport = self.transport
-        if (transport is not None
-                and transport.get_write_buffer_size() + 4 * len(data) < SURE_TO_FIT):
-            # Room in the socket buffer: the write cannot wait for the page, so no timer.
-            await self.ws.send_str(data)
-            return
-        try:
-            # asyncio.timeout, not wait_for: no task per frame on the hot path.
-            async with asyncio.timeout(self.send_timeout):
-                await self.ws.send_str(data)
-        except TimeoutError:
-            log.info("webchat: %s stopped reading; disconnecting it", self.name or "a page")
-            if self.transport is not None:
-                self.transport.abort()
-            raise
+        """Queue a frame for this page; it never waits for the page (a page that stops
+        reading is cut off by its writer instead)."""
+        self.writer.send(data)
 
     async def send_frame(self, frame: dict[str, object]) -> None:
         await self.send_text(encode(frame))
@@ -106,8 +76,6 @@ class WebchatSession:
                 elif message.type is WSMsgType.ERROR:
                     log.debug("webchat socket error: %s", self.ws.exception())
                     break
-        except TimeoutError:
-            pass  # the page stopped reading and was cut off (see `send_text`)
         finally:
             if self.room is not None:
                 self.chat.leave(self, self.room)
@@ -132,6 +100,7 @@ class WebchatSession:
             self.token, self.client_id = str(frame.client_id), kept
         room, self.name = self.chat.join(self, frame.room, self.room, name, self.visitor)
         self.room = room
+        self.writer.name = self.name
         await self.send_frame({**self.chat.joined_frame(self, room), "client_id": self.token})
 
     async def _post(self, frame: SendFrame) -> None:
@@ -141,10 +110,10 @@ class WebchatSession:
             )
         room = self.room
         message, _ = await self.chat.post_human(self, room, frame.client_message_id, frame.text)
-        # The page may be gone already (sent, then closed at once): a failed ack must not
+        # Queued, never awaited: a page gone already (sent, then closed at once) must not
         # keep the message from the bots, who are the reason it was sent.
-        await self._send_quietly({"type": "ack", "client_message_id": frame.client_message_id,
-                                  "message_id": message.id, "message": message.to_json()})
+        await self.send_frame({"type": "ack", "client_message_id": frame.client_message_id,
+                               "message_id": message.id, "message": message.to_json()})
         if not room.awaits_hand_off(message.id):
             return  # a resend of a message the bridge already has
         try:
@@ -152,7 +121,7 @@ class WebchatSession:
         except Exception:
             # It stays "not handed off": a resend with the same id tries again.
             log.exception("webchat: the bridge could not take message %s", message.id)
-            await self._send_quietly(
+            await self.send_frame(
                 error_frame(
                     "not_delivered",
                     "the bridge could not pass this message on to the bots",
@@ -161,10 +130,3 @@ class WebchatSession:
             )
             return
         room.handed_off(message.id)
-
-    async def _send_quietly(self, frame: dict[str, object]) -> None:
-        """A frame for this page if it is still there; a page that left gets nothing."""
-        try:
-            await self.send_frame(frame)
-        except (ConnectionError, TimeoutError, RuntimeError) as exc:
-            log.debug("webchat: %s left before a frame reached it: %s", self.name, exc)
