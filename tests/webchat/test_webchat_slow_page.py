@@ -168,3 +168,21 @@ async def test_what_waits_for_one_page_is_bounded() -> None:
     writer.send("more")
     await asyncio.sleep(0)
     assert socket.frames == []
+
+
+class BrokenSocket(Socket):
+    async def send_str(self, data: str) -> None:
+        raise ValueError("a bug in the socket")
+
+
+async def test_one_page_failing_to_write_strands_no_other_page() -> None:
+    turn = EndOfTurn()
+    broken = BrokenSocket(Transport())
+    sockets = [Socket(Transport()), broken, Socket(Transport())]
+    for socket in sockets:
+        await session_on(socket, turn=turn).send_text("hi")
+
+    await asyncio.sleep(0)
+
+    assert [socket.frames for socket in sockets] == [["hi"], [], ["hi"]]
+    assert broken.transport.aborted.is_set()
