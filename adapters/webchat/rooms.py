@@ -176,8 +176,11 @@ class Room:
     async def broadcast(self, frame: dict[str, Any], *, skip: Member | None = None) -> None:
         """Send one frame to every member (but `skip`): queued for each page, which never
         waits for a slow one; a member whose socket fails is skipped, not fatal."""
+        members = [member for member in self.members if member is not skip]
+        if not members:
+            return
         data = encode(frame)
-        for member in [member for member in self.members if member is not skip]:
+        for member in members:
             try:
                 await member.send_text(data)
             except Exception as error:
