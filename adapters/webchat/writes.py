@@ -120,8 +120,7 @@ class PageWriter:
             if not self._fits(data):
                 self._draining = asyncio.get_running_loop().create_task(self._drain())
                 return
-            backlog.popleft()
-            self._backlog_chars -= len(data)
+            self._written(data)
             self._write_now(data)
 
     def _fits(self, data: str) -> bool:
@@ -139,8 +138,7 @@ class PageWriter:
         except StopIteration:
             return
         except (ConnectionError, RuntimeError) as exc:
-            log.debug("webchat: %s left before a frame reached it: %s", self.name, exc)
-            self._forget(gone=True)
+            self._left(exc)
             return
         # It waited after all (it cannot while the buffer has room): a frame half-written
         # is a broken stream, so the page goes, and comes back to the room's history.
@@ -158,18 +156,26 @@ class PageWriter:
                     return
                 async with asyncio.timeout(self.send_timeout):
                     await self.ws.send_str(data)
-                self._backlog.popleft()
-                self._backlog_chars -= len(data)
+                self._written(data)
         except TimeoutError:
             self.cut_off(f"it took no frame for {self.send_timeout:g} s")
         except (ConnectionError, RuntimeError) as exc:
-            log.debug("webchat: %s left before a frame reached it: %s", self.name, exc)
-            self._forget(gone=True)
+            self._left(exc)
         finally:
             if self._draining is asyncio.current_task():
                 self._draining = None
             if self.ws.closed:
                 self._forget()
+
+    def _written(self, data: str) -> None:
+        """The frame at the head of the backlog went to the socket."""
+        self._backlog.popleft()
+        self._backlog_chars -= len(data)
+
+    def _left(self, exc: Exception) -> None:
+        """The page's socket failed (it closed): nothing more goes to it."""
+        log.debug("webchat: %s left before a frame reached it: %s", self.name, exc)
+        self._forget(gone=True)
 
     def cut_off(self, why: str) -> None:
         """Drop the page's connection: it stopped reading."""
