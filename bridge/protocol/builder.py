@@ -23,6 +23,7 @@ from bridge.protocol.depth import (
     coerce_depth,
 )
 from bridge.protocol.model import PRIORITIES, STATUSES
+from bridge.protocol.names import encode_name
 from bridge.protocol.syntax import FENCE, JS_WHITESPACE, is_field_line
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -30,7 +31,6 @@ _ID_LENGTH = 6
 _NOT_ID_CHARACTER = re.compile(r"[^a-z0-9]")
 _LINE_BREAK = re.compile("[\r\u2028\u2029]")
 _NEEDS_A_CLOSER_LOOK = re.compile("[\n\r\u2028\u2029`]")
-_SPACE_OR_FENCE = re.compile(f"[{re.escape(JS_WHITESPACE)}]|{FENCE}")
 _LINE_SEPARATORS = re.compile(r"\r\n?|[\u2028\u2029]")
 
 Field = tuple[str, str | None]
@@ -219,7 +219,7 @@ def _render_task(
 
 
 def _render(message_type: str, to: str, fields: Iterable[Field]) -> str:
-    _check_target(to)
+    to = _target(to)
     present = [(key, value) for key, value in fields if value]
     if not _all_plain_lines(present):
         for key, value in present:
@@ -278,9 +278,12 @@ def _check_priority(priority: str | None) -> None:
         raise ValueError(f"priority must be one of low, normal, high (got {priority!r})")
 
 
-def _check_target(to: str) -> None:
-    if _SPACE_OR_FENCE.search(to):
-        raise ValueError(f"to must be a single bot name without spaces or ``` (got {to!r})")
+def _target(to: str) -> str:
+    """`to` as the header writes it: a name with blanks or ``` is percent-encoded
+    (bridge.protocol.names), so a person called "Ada Lovelace" can be answered."""
+    if not isinstance(to, str):
+        raise ValueError(f"to must be text, got {type(to).__name__}")
+    return encode_name(to)
 
 
 def _check_value(key: str, value: str) -> None:

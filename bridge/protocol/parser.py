@@ -18,6 +18,7 @@ from bridge.protocol.model import (
     ProtocolMessage,
     unfilled_message,
 )
+from bridge.protocol.names import decode_name
 from bridge.protocol.syntax import (
     ARTICLE_FIELD_FOR_KEY,
     FIELD_FOR_KEY,
@@ -94,6 +95,8 @@ def parse(text: object) -> ProtocolMessage | None:
     target = block.target
     if article and target.lower() in _BROADCAST_TARGETS:
         target = "all"
+    elif "%" in target:
+        target = decode_name(target)  # a person's name with blanks, as the builders write it
     fields["type"] = message_type
     fields["to"] = target
     fields["meta"] = meta

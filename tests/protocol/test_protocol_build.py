@@ -87,7 +87,6 @@ def test_original_from_and_expires_are_placed_naturally() -> None:
         (dict(task="a\nrequest_id: 5"), "would be read as a new field"),
         (dict(task="a\rb"), "first line must not contain CR"),
         (dict(task="   "), "REQUEST requires field: task"),
-        (dict(to="Two Words"), "single bot name"),
         (dict(priority="urgent"), "priority must be one of"),
         (dict(context=42), "must be text"),
     ],
