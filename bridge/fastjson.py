@@ -11,6 +11,13 @@ still does, so nothing that worked before fails now:
 - decoding: NaN and Infinity, escaped lone surrogates and nesting deeper than 1,024 levels
   go to `json.loads` (which answers, or raises, as before).
 
+Valid Unicode in, valid Unicode out (docs/text.md, "Valid Unicode"): this is the door
+nearly every frame enters by (a bot's `/ws/bot` frames, a page's webchat frames, the
+bridge-hub link), so a lone surrogate — `"\\ud800"` is ASCII on the wire and valid JSON —
+is made U+FFFD here (`bridge.text.unicode`), once, and no writer past it ever meets one.
+`dumps` does the same to what it is given (a string that entered some other way), so what
+it writes can always be sent.
+
 What differs: the output is compact and UTF-8 (`{"a":"ü"}`, not `{"a": "\\u00fc"}` — the
 same JSON), NaN encodes as `null` (the standard library writes `NaN`, which is not JSON), and
 an integer beyond 64 bits decodes as a float (no JavaScript peer can send one exactly).
@@ -22,6 +29,8 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from typing import Any
+
+from bridge.text.unicode import valid_unicode, valid_unicode_in
 
 try:
     import orjson
@@ -36,20 +45,29 @@ _OPTIONS = 0 if orjson is None else orjson.OPT_PASSTHROUGH_DATETIME | (
 
 
 def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
-    """Compact JSON text of `value`; `default` turns what JSON has no type for into what it has."""
+    """Compact JSON text of `value`; `default` turns what JSON has no type for into what it has.
+
+    Always valid Unicode: a lone surrogate in a string of `value` is written as U+FFFD.
+    """
     if orjson is not None:
         try:
             return orjson.dumps(value, default=default, option=_OPTIONS).decode()
         except TypeError:  # orjson.JSONEncodeError is one
             pass
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default)
+    # Unescaped (ensure_ascii=False), a surrogate can only sit inside a string of the JSON
+    # text, so replacing it there is replacing it in that string.
+    return valid_unicode(
+        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default))
 
 
 def loads(text: str | bytes) -> Any:
-    """The value of JSON text; raises ValueError (or RecursionError) as `json.loads` does."""
+    """The value of JSON text; raises ValueError (or RecursionError) as `json.loads` does.
+
+    Every string in it is valid Unicode: a lone surrogate, escaped or raw, reads as U+FFFD.
+    """
     if orjson is not None:
         try:
-            return orjson.loads(text)
+            return orjson.loads(text)  # refuses lone surrogates: what it reads is valid
         except ValueError:  # orjson.JSONDecodeError is one: the standard library decides
             pass
-    return json.loads(text)
+    return valid_unicode_in(json.loads(text))

@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from bridge import fastjson
+from tests.support.any_text import ANY_TEXT, sendable
 
 JSON_VALUES = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**63), 2**63 - 1)
@@ -39,7 +40,6 @@ def test_what_it_writes_is_the_json_of_the_value(value: Any) -> None:
 
 
 @pytest.mark.parametrize("value", [
-    {"text": "a lone surrogate \ud800 from a platform's JSON"},
     {"seq": 2**70},
     {1: "a key that is not a string"},
 ])
@@ -53,7 +53,6 @@ def test_output_is_compact_utf8_text(codec: Any) -> None:
 
 @pytest.mark.parametrize("text", [
     '{"a": NaN}',
-    '"\\ud800"',
     '{"n": 123456789012345678901234567890}',
 ])
 def test_what_orjson_refuses_to_read_the_standard_library_reads(codec: Any, text: str) -> None:
@@ -93,3 +92,54 @@ def test_dates_and_dataclasses_go_to_default_as_with_the_standard_library(codec:
     }
     with pytest.raises(TypeError):
         codec.dumps({"due": moment})
+
+
+# ---------------------------------------------------------------- valid Unicode (issue 31)
+ANY_VALUES = st.recursive(
+    st.none() | st.integers(-(2**63), 2**63 - 1) | ANY_TEXT,
+    lambda children: st.lists(children) | st.dictionaries(ANY_TEXT, children),
+    max_leaves=20,
+)
+
+
+@pytest.mark.parametrize(("wire", "read"), [
+    ('{"text":"a\\ud800b"}', {"text": "a\ufffdb"}),  # the webchat frame of issue 31
+    ('{"\\udfff":["\\ud800\\ud800"]}', {"\ufffd": ["\ufffd\ufffd"]}),
+    ('"\\ud83d\\ude00"', "\U0001f600"),  # a pair escaped is its one character
+    (b'"a\xed\xa0\x80"', "a\ufffd"),  # a surrogate encoded raw (CESU-8 style)
+    ('{"a": NaN, "t": "\\udc00"}', None),  # another refusal takes the same door
+])
+def test_a_lone_surrogate_reads_as_the_replacement_character(
+    codec: Any, wire: str | bytes, read: Any
+) -> None:
+    value = codec.loads(wire)
+    if read is None:
+        assert value["t"] == "\ufffd"
+    else:
+        assert value == read
+    assert sendable(value)
+
+
+def test_a_lone_surrogate_is_written_as_the_replacement_character(codec: Any) -> None:
+    text = codec.dumps({"text": "a\ud800b", "\udc00": ["\ud83d\ude00"]})
+    assert text == '{"text":"a\ufffdb","\ufffd":["\U0001f600"]}'
+    text.encode("utf-8")
+
+
+@given(ANY_VALUES)
+def test_whatever_it_reads_is_valid_unicode(value: Any) -> None:
+    """Any JSON on the wire, escaped (ASCII) or not, reads as valid Unicode."""
+    for wire in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+        assert sendable(fastjson.loads(wire.encode("utf-8", "surrogatepass")))
+        assert sendable(fastjson.loads(wire))
+
+
+@given(ANY_VALUES)
+def test_whatever_it_writes_can_be_sent(value: Any) -> None:
+    fastjson.dumps(value).encode("utf-8")
+
+
+@given(JSON_VALUES)
+def test_valid_text_reads_and_writes_unchanged(value: Any) -> None:
+    """The door changes nothing that was valid (st.text() draws no lone surrogate)."""
+    assert fastjson.loads(fastjson.dumps(value)) == value

@@ -1,0 +1,62 @@
+"""Text that is not valid Unicode (a lone UTF-16 surrogate) is made valid at the door.
+
+The repro of issue 31 item 1: one webchat frame `"a\\ud800b"` (valid JSON, ASCII on the
+wire) made every writer to every bot fail on `UnicodeEncodeError` with its socket left
+open, so every bot was deaf until its heartbeat noticed, and the room's history kept the
+message, so every page that joined afterwards was cut off. Hub, bridge, bots and page here
+are the real ones, over real sockets.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import aiohttp
+import pytest
+
+from tests.webchat.webchat_clients import ChatClient, open_client
+
+REPRO = '{"type":"message","client_message_id":"m1","text":"a\\ud800b"}'
+"""The frame exactly as the issue has it: ASCII on the wire, a lone surrogate once read."""
+
+ANSWER_WAIT = 10.0
+"""Far below a bot's heartbeat (36-85 s): a bot that answers within it was never deaf."""
+
+
+async def _page(system: Any, http: aiohttp.ClientSession) -> tuple[ChatClient, list[str]]:
+    """A page in the lobby, and the texts of the history it was given on joining."""
+    adapter = system.app.relay.ctx.adapters["webchat:main"]
+    page = await open_client(http, f"{system.app.web.url}{adapter.ws_path}")
+    joined = await page.join("lobby", "Ada")
+    return page, [message["text"] or message["html"] for message in joined["history"]]
+
+
+async def _bot_html(page: ChatClient, sender: str = "Echo") -> str:
+    """The HTML of the next finished reply of `sender` the page is shown."""
+    async with asyncio.timeout(ANSWER_WAIT):
+        while True:
+            frame = await page.ws.receive_json()
+            message = frame.get("message") or {}
+            if (frame["type"] in ("message", "update") and message.get("kind") == "final"
+                    and message["sender"]["name"] == sender):
+                return message["html"]
+
+
+@pytest.fixture
+async def http() -> Any:
+    async with aiohttp.ClientSession() as session:
+        yield session
+
+
+async def test_a_webchat_frame_with_a_lone_surrogate_silences_no_bot(start_system, http):
+    system = await start_system(stream=False, webchat=True)
+    page, _ = await _page(system, http)
+    await page.ws.send_str(REPRO)
+    assert await _bot_html(page) == "<p>a\ufffdb</p>"  # its echo: made valid at the door
+    await page.say("and the next one")
+    assert await _bot_html(page) == "<p>and the next one</p>"  # promptly: no bot went deaf
+    late, history = await _page(system, http)  # a page joining afterwards gets the history
+    assert history == ["a\ufffdb", "<p>a\ufffdb</p>", "and the next one",
+                       "<p>and the next one</p>"]
+    await late.assert_quiet()
