@@ -257,3 +257,19 @@ async def test_with_relay_edits_the_bots_hear_of_an_edit(start_system) -> None:
 
     replies = await system.shown(lambda posts: len(by(posts, "Echo")) == 2 and by(posts, "Echo"))
     assert [reply.content for reply in replies] == ["teh plan", "(edited) the plan"]
+
+
+async def test_ask_from_a_person_with_a_spaced_name_gets_its_answer(start_system) -> None:
+    """Issue 31 §2: the RESPONSE to "Grace Hopper" could not be built, so it never came."""
+    system = await start_system()
+    fake, server = system.fake, system.server
+    grace = fake.add_member(server.guild, "grace", global_name="Grace Hopper")
+    await fake.wait_until(lambda: fake.commands.get(server.guild.id))
+
+    fake.push_interaction(server.general, grace, "ask",
+                          {"bot": "Rules", "task": "what is 6 times 7"})
+    [answer] = await system.shown(lambda posts: protocol_from(posts, "Rules"))
+    response = parse(answer)
+
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Grace Hopper" and "42" in response.result

@@ -9,7 +9,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from slack_support import ADA, CHANNEL, LOTBOT_BOT, LOTBOT_USER, OTHER_CHANNEL, account_config
+from slack_support import (
+    ADA,
+    CHANNEL,
+    GRACE,
+    LOTBOT_BOT,
+    LOTBOT_USER,
+    OTHER_CHANNEL,
+    account_config,
+)
 
 from bridge.protocol import build_request, parse
 from bridge.text import to_platform
@@ -328,3 +336,17 @@ async def test_one_message_in_two_events_is_answered_once(
     await system.shown(lambda m: "the next one" in said_by(m, "Echo"))
     await system.settled()
     assert said_by(fake.posts(CHANNEL), "Echo") == ["said once, sent twice", "the next one"]
+
+
+async def test_slash_ask_from_a_spaced_name_gets_its_answer(
+    start_system: Callable[..., Any],
+) -> None:
+    """Issue 31 §2: the RESPONSE to "Grace Hopper" could not be built, so it never came."""
+    system = await start_system()
+    fake = system.slack
+    delivery = await fake.push_command("/ask", "Rules what is 6 times 7", user=GRACE,
+                                       channel=CHANNEL)
+    await fake.acked(delivery)
+    [answer] = await system.shown(lambda m: protocol_from(m, "Rules"))
+    response = parse(answer)
+    assert response is not None and response.to == "Grace Hopper" and "42" in response.result

@@ -138,3 +138,18 @@ async def test_restart_with_replies_queued_delivers_them_once(start_system) -> N
 
     assert from_bot(fake.bot_texts(GROUP), "Echo") == [f"queued {n}" for n in range(3)]
     assert len(fake.bot_texts(GROUP)) == 3
+
+
+async def test_ask_from_a_spaced_name_gets_its_answer(start_system) -> None:
+    """Issue 31 §2: the RESPONSE to "Ada Lovelace" could not be built, so it never came."""
+    system = await start_system()
+    ada_lovelace = user("Ada", user_id=602, last_name="Lovelace")
+    text = f"/ask@{BOT_USERNAME} Rules what is 6 times 7"
+    command = {"type": "bot_command", "offset": 0, "length": len(f"/ask@{BOT_USERNAME}")}
+    system.fake.push_message(TOKEN, GROUP, ada_lovelace, text, entities=[command])
+
+    [answer] = await system.shown(lambda texts: protocol_from(texts, "Rules"))
+    response = parse(answer)
+
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Ada Lovelace" and "42" in response.result
