@@ -116,16 +116,27 @@ class SendQueue:
     overtakes a waiting one (a run's events must follow the ACK that names the run).
     On a socket with `try_send` (the in-process pair of `bridge.bcn.memory`), a frame with
     nothing queued or being written before it goes to the socket at once, not via the task.
+
+    A frame the socket refuses on its own (text it cannot encode — docs/text.md, "Valid
+    Unicode") fails alone: aiohttp checks and encodes a frame before it writes a byte of it,
+    so the stream is intact; the frame is logged once, handed to `on_dropped`, and the writer
+    goes on to the next. Only a failing socket (`ConnectionError`, `RuntimeError`) ends the
+    writer, and `on_failure` then closes the connection: never a writer gone while its
+    socket stays open.
     """
 
     def __init__(self, ws: WebSocketLike, limit: int, name: str,
-                 on_failure: Callable[[Exception], None]) -> None:
+                 on_failure: Callable[[Exception], None],
+                 on_dropped: Callable[[str, Exception], None] | None = None) -> None:
         self._ws = ws
         self._try_send: Callable[[str], bool] | None = getattr(ws, "try_send", None)
         """A socket that can take a frame without waiting (the in-process pair)."""
         self.limit = limit
         self._name = name
         self._on_failure = on_failure
+        self._on_dropped = on_dropped
+        self.dropped = 0
+        """Frames the socket refused one by one (see the class's doc), so far."""
         self._frames: deque[str] = deque()
         self.size = 0
         """Characters queued now, the frame being written included."""
@@ -201,6 +212,10 @@ class SendQueue:
                     self.held_up = True  # seen by others only if the send waits (drain)
                     try:
                         await self._ws.send_str(text)
+                    except (ConnectionError, RuntimeError):
+                        raise  # the socket failed: every frame after this one fails too
+                    except Exception as exc:  # this frame was refused, before any of it went
+                        self._drop(text, exc)
                     finally:
                         self.held_up = False
                         self.size -= len(text)
@@ -216,6 +231,16 @@ class SendQueue:
         except Exception as exc:
             log.exception("%s: the writer failed", self._name)
             self._fail(exc)
+
+    def _drop(self, text: str, exc: Exception) -> None:
+        self.dropped += 1
+        log.warning("%s: a frame of %d characters could not be sent and is dropped: %s",
+                    self._name, len(text), exc)
+        if self._on_dropped is not None:
+            try:
+                self._on_dropped(text, exc)
+            except Exception:
+                log.exception("%s: failing the dropped frame's message failed", self._name)
 
     def _fail(self, exc: Exception) -> None:
         self.close()
@@ -271,7 +296,9 @@ class Connection:
         self._closed_event = asyncio.Event()
         """Set once the connection is done: the read loop ended, or `close()` finished."""
         self._closing = False
-        self._queue = SendQueue(ws, send_queue_chars, name, self._write_failed)
+        self._queue = SendQueue(ws, send_queue_chars, name, self._write_failed,
+                                self._frame_dropped)
+        self._closer: asyncio.Task[None] | None = None
         self._slots = asyncio.Semaphore(max_handlers) if max_handlers else None
         self._transport = transport
         self.close_code: int | None = None
@@ -309,9 +336,31 @@ class Connection:
         await self._queue.put(text, wait=wait)
 
     def _write_failed(self, exc: Exception) -> None:
-        """The socket refused a write: nothing queued will go, no answer will come."""
+        """The socket refused a write: nothing queued will go, no answer will come.
+
+        The socket is closed too (1011), so the peer knows at once and reconnects, instead
+        of talking on to a connection that no longer answers until a heartbeat notices."""
         self._closed_event.set()
         self._fail_pending(f"send failed: {exc}")
+        if self._closer is None:
+            self._closer = asyncio.get_running_loop().create_task(
+                self.close(1011, "send failed", flush=False), name=f"{self.name}-close")
+
+    def _frame_dropped(self, text: str, exc: Exception) -> None:
+        """One frame could not be sent (the socket refused it; the connection is fine):
+        the message it carried fails, and only that one. A request's caller gets the error
+        at once; a peer waiting for the answer it carried gets an error answer instead."""
+        try:
+            frame = decode_frame(text)
+        except MalformedFrame:
+            return
+        error = BcnError(ErrorCode.INTERNAL_ERROR, f"the frame could not be sent: {exc}")
+        if isinstance(frame, Request):
+            future = self._pending.pop(frame.id or "", None)
+            if future is not None and not future.done():
+                future.set_exception(error)
+        elif isinstance(frame, Response) and frame.ok:
+            self._queue.put_nowait(encode_error(frame.id, error))
 
     def _fail_pending(self, why: str) -> None:
         pending, self._pending = self._pending, {}

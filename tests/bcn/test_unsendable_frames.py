@@ -1,0 +1,125 @@
+"""A frame the socket cannot send fails alone; the writer and the connection go on (issue 31).
+
+Over a real WebSocket on 127.0.0.1. `bridge.fastjson.dumps` never writes a lone surrogate
+any more (tests/test_fastjson.py), so these tests hand the send queue such a frame directly:
+they are about the writer, which must survive whatever one frame does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from bridge.bcn import BcnError, Connection, Request
+from bridge.bcn.connection import SendQueue
+
+WAIT = 5.0
+"""Upper bound for a frame to arrive; nothing here asserts how long it took."""
+
+UNSENDABLE = '{"type":"event","event":"chat","payload":{"text":"a\ud800b"},"seq":1}'
+"""A frame as the hub's writers met it in issue 31: a lone surrogate in it, raw."""
+
+
+@dataclass
+class Ends:
+    server: Connection
+    client: aiohttp.ClientWebSocketResponse
+
+    async def received(self) -> dict[str, object]:
+        message = await self.client.receive(timeout=WAIT)
+        assert message.type is aiohttp.WSMsgType.TEXT, message
+        return json.loads(message.data)
+
+
+async def _answer(req: Request) -> dict[str, object]:
+    return {"echo": req.params.get("value")}
+
+
+@pytest.fixture
+async def ends() -> AsyncIterator[Ends]:
+    ready: asyncio.Queue[Connection] = asyncio.Queue()
+
+    async def handle(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        conn = Connection(ws, on_request=_answer, name="srv", request_timeout=WAIT)
+        await ready.put(conn)
+        await conn.run()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/ws", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    async with aiohttp.ClientSession() as http:
+        client = await http.ws_connect(f"http://127.0.0.1:{port}/ws")
+        server = await asyncio.wait_for(ready.get(), WAIT)
+        yield Ends(server, client)
+        await client.close()
+    await runner.cleanup()
+
+
+async def test_an_unsendable_frame_fails_alone_and_the_next_goes_out(
+    ends: Ends, caplog: pytest.LogCaptureFixture
+) -> None:
+    failures: list[Exception] = []
+    dropped: list[str] = []
+    queue = SendQueue(ends.server.ws, 64 * 1024, "q", failures.append,
+                      lambda text, _exc: dropped.append(text))
+    with caplog.at_level(logging.WARNING, logger="bridge.bcn.connection"):
+        await queue.put(UNSENDABLE)
+        await queue.put('{"n":2}')
+        assert await ends.received() == {"n": 2}
+    assert failures == []
+    assert dropped == [UNSENDABLE]
+    assert queue.dropped == 1
+    [logged] = [r for r in caplog.records if "could not be sent" in r.getMessage()]
+    assert "surrogates not allowed" in logged.getMessage()  # logged once, saying why
+    await queue.put('{"n":3}')  # the writer lives on
+    assert await ends.received() == {"n": 3}
+
+
+async def test_a_connection_goes_on_after_an_unsendable_frame(ends: Ends) -> None:
+    """What the hub's writer to each bot did in issue 31: it stopped, the socket stayed
+    open, and the bot heard nothing more until its heartbeat noticed."""
+    server = ends.server
+    await server._queue.put(UNSENDABLE)
+    await server.send_event("next", {"text": "the next message"})
+    frame = await ends.received()
+    assert frame["event"] == "next"
+    assert not server.closed
+    await ends.client.send_str(json.dumps({"type": "req", "id": "r1", "method": "echo",
+                                           "params": {"value": "still here"}}))
+    assert await ends.received() == {"type": "res", "id": "r1", "ok": True,
+                                     "payload": {"echo": "still here"}}
+
+
+async def test_a_request_whose_frame_cannot_be_sent_fails_at_once(ends: Ends) -> None:
+    """The message fails, not the connection: its caller hears so, without a timeout."""
+    server = ends.server
+    future = asyncio.get_running_loop().create_future()
+    server._pending["r-bad"] = future
+    await server._queue.put('{"type":"req","id":"r-bad","method":"m","params":{"t":"\ud800"}}')
+    with pytest.raises(BcnError, match="could not be sent"):
+        await asyncio.wait_for(future, WAIT)
+    assert "r-bad" not in server._pending
+    assert not server.closed
+
+
+async def test_an_answer_that_cannot_be_sent_is_answered_with_an_error(ends: Ends) -> None:
+    """The peer waiting for it hears that it failed, instead of waiting for its timeout."""
+    await ends.server._queue.put('{"type":"res","id":"r7","ok":true,"payload":{"t":"\udc00"}}')
+    answer = await ends.received()
+    assert answer["id"] == "r7"
+    assert answer["ok"] is False
+    assert answer["error"]["code"] == "internal_error"
