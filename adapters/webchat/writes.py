@@ -17,6 +17,12 @@ only when the page's socket buffer has room for it (so it cannot block), and a p
 stops reading gets `send_timeout` to take what waits for it, and at most `max_backlog`
 characters of it, before it is cut off (it reloads from the room's history, as any page that
 lost its connection does).
+
+A frame that cannot be encoded (a lone surrogate; docs/text.md, "Valid Unicode") fails
+alone: aiohttp encodes a frame before it writes a byte of it, so the page's stream is
+intact; the frame is logged once and the next goes out. Cutting the page off for it would
+only bring it back to the same frame, in the history, for ever. Any other surprise from a
+write cuts the page off, and it reloads.
 """
 
 from __future__ import annotations
@@ -140,6 +146,9 @@ class PageWriter:
         except (ConnectionError, RuntimeError) as exc:
             self._left(exc)
             return
+        except UnicodeEncodeError as exc:  # refused before any of it was written
+            self._refused(data, exc)
+            return
         # It waited after all (it cannot while the buffer has room): a frame half-written
         # is a broken stream, so the page goes, and comes back to the room's history.
         sending.close()
@@ -154,8 +163,11 @@ class PageWriter:
                     self._draining = None
                     self.write_ready()  # the page caught up: the rest needs no task
                     return
-                async with asyncio.timeout(self.send_timeout):
-                    await self.ws.send_str(data)
+                try:
+                    async with asyncio.timeout(self.send_timeout):
+                        await self.ws.send_str(data)
+                except UnicodeEncodeError as exc:  # refused before any of it was written
+                    self._refused(data, exc)
                 self._written(data)
         except TimeoutError:
             self.cut_off(f"it took no frame for {self.send_timeout:g} s")
@@ -171,6 +183,11 @@ class PageWriter:
         """The frame at the head of the backlog went to the socket."""
         self._backlog.popleft()
         self._backlog_chars -= len(data)
+
+    def _refused(self, data: str, exc: Exception) -> None:
+        """This one frame cannot be encoded (the page's connection is fine): it is dropped."""
+        log.warning("webchat: a frame of %d characters for %s could not be sent and is "
+                    "dropped: %s", len(data), self.name, exc)
 
     def _left(self, exc: Exception) -> None:
         """The page's socket failed (it closed): nothing more goes to it."""

@@ -117,12 +117,11 @@ class SendQueue:
     On a socket with `try_send` (the in-process pair of `bridge.bcn.memory`), a frame with
     nothing queued or being written before it goes to the socket at once, not via the task.
 
-    A frame the socket refuses on its own (text it cannot encode — docs/text.md, "Valid
-    Unicode") fails alone: aiohttp checks and encodes a frame before it writes a byte of it,
-    so the stream is intact; the frame is logged once, handed to `on_dropped`, and the writer
-    goes on to the next. Only a failing socket (`ConnectionError`, `RuntimeError`) ends the
-    writer, and `on_failure` then closes the connection: never a writer gone while its
-    socket stays open.
+    A frame that cannot be encoded (a lone surrogate — docs/text.md, "Valid Unicode") fails
+    alone: aiohttp encodes a frame before it writes a byte of it, so the stream is intact;
+    the frame is logged once, handed to `on_dropped`, and the writer goes on to the next.
+    Any other failure ends the writer, and `on_failure` then closes the connection (the
+    peer reconnects): never a writer gone while its socket stays open.
     """
 
     def __init__(self, ws: WebSocketLike, limit: int, name: str,
@@ -136,7 +135,7 @@ class SendQueue:
         self._on_failure = on_failure
         self._on_dropped = on_dropped
         self.dropped = 0
-        """Frames the socket refused one by one (see the class's doc), so far."""
+        """Frames that could not be encoded, dropped one by one (see the class's doc)."""
         self._frames: deque[str] = deque()
         self.size = 0
         """Characters queued now, the frame being written included."""
@@ -212,9 +211,7 @@ class SendQueue:
                     self.held_up = True  # seen by others only if the send waits (drain)
                     try:
                         await self._ws.send_str(text)
-                    except (ConnectionError, RuntimeError):
-                        raise  # the socket failed: every frame after this one fails too
-                    except Exception as exc:  # this frame was refused, before any of it went
+                    except UnicodeEncodeError as exc:  # refused before any of it was written
                         self._drop(text, exc)
                     finally:
                         self.held_up = False
@@ -347,7 +344,7 @@ class Connection:
                 self.close(1011, "send failed", flush=False), name=f"{self.name}-close")
 
     def _frame_dropped(self, text: str, exc: Exception) -> None:
-        """One frame could not be sent (the socket refused it; the connection is fine):
+        """One frame could not be encoded, so was not sent (the connection is fine):
         the message it carried fails, and only that one. A request's caller gets the error
         at once; a peer waiting for the answer it carried gets an error answer instead."""
         try:

@@ -123,3 +123,14 @@ async def test_an_answer_that_cannot_be_sent_is_answered_with_an_error(ends: End
     assert answer["id"] == "r7"
     assert answer["ok"] is False
     assert answer["error"]["code"] == "internal_error"
+
+
+async def test_a_writer_that_fails_otherwise_closes_the_connection(ends: Ends) -> None:
+    """Any other failure of a write ends the writer, and the socket with it (1011): the peer
+    sees it and reconnects, instead of a writer gone behind a socket that stays open.
+    (aiohttp refuses a frame that is not text with TypeError: a bug's worth of surprise.)"""
+    await ends.server._queue.put(b"not text")  # type: ignore[arg-type]
+    message = await ends.client.receive(timeout=WAIT)
+    assert message.type is aiohttp.WSMsgType.CLOSE
+    assert message.data == aiohttp.WSCloseCode.INTERNAL_ERROR
+    assert ends.server.closed
