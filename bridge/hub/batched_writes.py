@@ -14,6 +14,9 @@ transaction and yields to the loop between transactions, so a burst never holds 
 for more than one chunk: a few milliseconds. Statements are committed in the order they were
 added, whoever flushes them. A transaction that fails (disk full, I/O error) is logged with
 what it held and dropped: the hub keeps working from memory, only that crash safety is lost.
+A statement whose parameters SQLite cannot take (text that cannot be encoded, an integer
+beyond 64 bits: `UNBINDABLE`) fails alone, before it runs: it is logged once and the rest
+of its transaction commits (docs/text.md, "Valid Unicode").
 """
 
 from __future__ import annotations
@@ -29,6 +32,10 @@ from bridge.store.sqlite.connection import write_transaction
 log = logging.getLogger(__name__)
 
 Statement = tuple[str, tuple[object, ...]]
+
+UNBINDABLE = (UnicodeEncodeError, OverflowError)
+"""What `execute` raises for parameters it cannot bind, before the statement runs: only that
+statement fails, not the writes it was committed with."""
 
 CHUNK = 500
 CHUNK_BYTES = 4 * 1024 * 1024
@@ -124,10 +131,16 @@ class BatchedWrites:
             taken.append(statement)
             size += sum(len(p) for p in statement[1] if isinstance(p, str | bytes))
         started = time.perf_counter()
+        failed = 0
         try:
             with write_transaction(self._db) as db:
                 for sql, params in taken:
-                    db.execute(sql, params)
+                    try:
+                        db.execute(sql, params)
+                    except UNBINDABLE as exc:
+                        failed += 1
+                        log.warning("hub.db: a write could not be kept (%s): %s",
+                                    sql.split("(")[0].strip(), exc)
         except sqlite3.Error:
             log.exception("hub.db: a transaction of %d writes failed; that state is kept in "
                           "memory only and would not survive a restart", len(taken))
@@ -139,4 +152,4 @@ class BatchedWrites:
         self.busy += took
         self.longest = max(self.longest, took)
         self.transactions += 1
-        self.committed += len(taken)
+        self.committed += len(taken) - failed

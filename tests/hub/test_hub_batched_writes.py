@@ -106,3 +106,24 @@ async def test_a_flush_with_nothing_queued_returns_at_once(tmp_path: Path) -> No
     writes = open_db(tmp_path)
     await writes.flush()
     assert writes.transactions == 0
+
+
+@pytest.mark.parametrize("bad", ["a\ud800b", 2**70], ids=["lone-surrogate", "huge-integer"])
+async def test_a_write_sqlite_cannot_take_fails_alone(
+    tmp_path: Path, bad: object, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 31: one unencodable parameter failed the whole transaction of that moment (and
+    escaped the commit callback); now it fails only its own write, logged once."""
+    writes = open_db(tmp_path)
+    writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (1, "before"))
+    writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (2, bad))
+    writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (3, "after"))
+    with caplog.at_level(logging.WARNING, logger="bridge.hub.batched_writes"):
+        await writes.flush()
+    assert values(writes) == [(1, "before"), (3, "after")]
+    [logged] = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert "could not be kept" in logged.getMessage()
+    assert writes.committed == 2
+    writes.add("INSERT INTO t (k, v) VALUES (?, ?)", (4, "later"))
+    await writes.flush()
+    assert values(writes)[-1] == (4, "later")
