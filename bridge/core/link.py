@@ -20,6 +20,7 @@ import aiohttp
 from bridge.background import Background
 from bridge.bcn import BcnError, Connection, ConnectionClosed, ErrorCode, Event, Request
 from bridge.bcn.connection import WebSocketLike
+from bridge.bcn.limits import MAX_FRAME_BYTES
 from bridge.core.binding import Binding
 from bridge.retry import Backoff
 
@@ -162,7 +163,7 @@ class LinkClient:
             return
         async with self._session.ws_connect(
             url, timeout=aiohttp.ClientWSTimeout(ws_close=5.0), heartbeat=None,
-            max_msg_size=16 * 1024 * 1024,
+            max_msg_size=MAX_FRAME_BYTES,
         ) as ws:
             await self._serve(ws, backoff)
 

@@ -22,6 +22,7 @@ from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
 from bridge.core.protocol_flow import PendingRequest, reply_as_response
 from bridge.protocol import parse
+from bridge.text.cut import truncated
 
 log = logging.getLogger(__name__)
 
@@ -170,17 +171,3 @@ class OutboundPipeline:
             return None
         record = await self.ctx.store.message_map.get(f"src:{source_msg_id}")
         return PendingRequest.from_record(record) if record else None
-
-
-def truncated(text: str, limit: int) -> str:
-    """At most `limit` characters of a reply, and a line saying what was left out.
-
-    The cut falls on a line break near the limit when there is one, so a reply does not end
-    mid-word; a code block left open is closed by the renderer like any other.
-    """
-    if len(text) <= limit:
-        return text
-    cut = text.rfind("\n", limit - 2000, limit)
-    kept = text[: cut if cut > 0 else limit].rstrip()
-    return (f"{kept}\n\n… (reply truncated: {len(text):,} characters; "
-            f"the first {len(kept):,} are shown)")

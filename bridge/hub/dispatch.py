@@ -21,10 +21,12 @@ import itertools
 import logging
 import secrets
 import time
+from dataclasses import replace
 from typing import Any
 
 from bridge.bcn.connection import SendQueueFull
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
+from bridge.bcn.limits import MAX_FORWARDED_CHARS, forwardable
 from bridge.bcn.run_events import RunEvent
 from bridge.hub.bindings import BindingSpec, scope_key
 from bridge.hub.bot_messages import Utterance, chat_params
@@ -233,6 +235,7 @@ class Dispatcher:
         """
         config = self.state.config
         group = self.state.groups.get(session.group_id)
+        u = replace(u, text=forwardable(u.text))  # every message to a bot fits its frame
         out = []
         for method, targets in (("chat.send", decision.send), ("chat.inject", decision.inject)):
             sending = method == "chat.send"
@@ -351,16 +354,16 @@ class Dispatcher:
             run.orphaned_until = None
             log.info("run %s of %s continued after its bot came back", run.run_id,
                      bot.record.name)
+        text = self._passed_on(bot, event.state, event.text)
         if event.state == "delta":
             if len(run.streamed) < MAX_TEXT_CHARS:
-                run.streamed += event.text[:MAX_TEXT_CHARS - len(run.streamed)]
-            self.run_output(run, "delta", event.text)
+                run.streamed += text[:MAX_TEXT_CHARS - len(run.streamed)]
+            self.run_output(run, "delta", text)
             runs.progressed(run)
             return
         if not event.terminal:
             runs.progressed(run)  # tool calls, thinking: part of the run, not shown
             return
-        text = event.text
         if event.state == "final" and not text:
             text = run.streamed  # a final that leaves the whole text to its deltas
         runs.finish(run, event.state)  # type: ignore[arg-type]
@@ -372,6 +375,17 @@ class Dispatcher:
             await self._task_result(bot, run, text)
         elif text.strip() or event.routing is not None:  # an empty final asks nobody
             await self._route_reply(bot, run, text, event.routing)
+
+    @staticmethod
+    def _passed_on(bot: BotLink, state: str, text: str) -> str:
+        """A bot's text as the hub passes it on to chats and other bots: cut, with a
+        notice, so that no peer is sent a frame above `bridge.bcn.limits`' maximum."""
+        cut = forwardable(text)
+        if cut is not text:
+            log.warning("bot %s: %s of %d characters passed on cut to %d "
+                        "(bridge.bcn.limits.MAX_FORWARDED_CHARS)", bot.record.name, state,
+                        len(text), MAX_FORWARDED_CHARS)
+        return cut
 
     async def _task_result(self, bot: BotLink, run: Run, text: str) -> None:
         group = self.state.groups.get(run.session.group_id)

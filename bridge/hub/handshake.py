@@ -8,16 +8,18 @@ lives here once.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
-from aiohttp import web
+from aiohttp import WebSocketError, WSCloseCode, WSMessage, WSMsgType, web
 
 from bridge.bcn.connection import Connection, WebSocketLike
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.frames import MalformedFrame, Request
+from bridge.bcn.limits import MAX_FRAME_BYTES
 from bridge.hub.config import HubConfig
 
-MAX_FRAME_BYTES = 8 * 1024 * 1024
+log = logging.getLogger(__name__)
 
 CLOSE_GOING_AWAY = 1001
 CLOSE_REPLACED = 4001
@@ -78,10 +80,32 @@ async def accept(
     The connection's send queue and handlers are bounded by the `hub:` limits, and it
     holds the transport so that closing a peer that does not read can cut it.
     """
-    ws = web.WebSocketResponse(max_msg_size=MAX_FRAME_BYTES, autoping=autoping)
+    ws = HubSocket(max_msg_size=MAX_FRAME_BYTES, autoping=autoping)
+    ws.who = f"{name} at {request.remote}"
     await ws.prepare(request)
     conn, frame = await open_connection(ws, config, name, method, transport=request.transport)
     return ws, conn, frame
+
+
+class HubSocket(web.WebSocketResponse):
+    """The hub's end of a peer's WebSocket, which says why it ends when the peer sent a
+    frame above `MAX_FRAME_BYTES`.
+
+    aiohttp refuses such a frame itself and closes that socket alone with 1009 (message
+    too big); the close code the hub is left with is often 1006 (the peer was still
+    writing), so without this line the log shows an unexplained disconnect.
+    """
+
+    who = "a peer"
+
+    async def receive(self, timeout: float | None = None) -> WSMessage:
+        msg = await super().receive(timeout)
+        if (msg.type is WSMsgType.ERROR and isinstance(msg.data, WebSocketError)
+                and msg.data.code == WSCloseCode.MESSAGE_TOO_BIG):
+            log.warning("%s sent a frame above %d bytes (%s; bridge.bcn.limits."
+                        "MAX_FRAME_BYTES): that connection alone is closed with 1009",
+                        self.who, MAX_FRAME_BYTES, msg.data)
+        return msg
 
 
 async def open_connection(

@@ -34,6 +34,7 @@ from bridge.bcn.bot.token_file import load_token, save_token
 from bridge.bcn.connection import Connection
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.frames import Event, Request
+from bridge.bcn.limits import MAX_FRAME_BYTES, FrameTooLarge
 from bridge.bcn.versions import CURRENT_PROTOCOL_VERSION, speaks_run_events
 from bridge.retry import Backoff
 
@@ -285,7 +286,8 @@ class Bot:
         """Serve one connection until it drops; returns why it ended, for the log."""
         assert self._http is not None
         async with asyncio.timeout(self.connect_timeout):
-            ws = await self._http.ws_connect(self.url, autoping=True)
+            ws = await self._http.ws_connect(self.url, autoping=True,
+                                             max_msg_size=MAX_FRAME_BYTES)
         connection = Connection(ws, name="bot", request_timeout=self.request_timeout)
         connection.on_request = partial(self._on_request, connection)
         connection.on_event = self._on_event
@@ -466,7 +468,11 @@ class Bot:
                 log.warning("run %s: handler returned %s, not str or None; ignored",
                             run.run_id, type(result).__name__)
                 result = None
-            await run.final(result if isinstance(result, str) else run.streamed_text)
+            try:
+                await run.final(result if isinstance(result, str) else run.streamed_text)
+            except FrameTooLarge as exc:  # not sent: the run fails, the connection lives
+                log.warning("run %s: %s", run.run_id, exc)
+                await run.error(_short_error(exc))
         except ConnectionClosed:
             log.info("run %s: connection closed before the answer was sent", run.run_id)
         except RunFinished as exc:

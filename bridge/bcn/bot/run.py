@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from bridge.bcn.bot.dialect import Dialect, LegacyDialect
+from bridge.bcn.limits import check_fits
 
 log = logging.getLogger(__name__)
 
@@ -128,6 +129,7 @@ class Run:
         """Emit one chat event; False when it was dropped because the run was aborted."""
         if not self._may_send(state):
             return False
+        check_fits(f"the {state}", text)  # before the state moves: the run may still fail
         if ending is not None:
             self.state = ending
         await self._emit(*self._dialect.chat(state, text, **extra))
