@@ -7,12 +7,13 @@ else.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
 from bridge.core.binding import Binding
+from bridge.text.unicode import valid_unicode
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +44,12 @@ class Inbound:
 
     `text` is common Markdown with platform mentions already turned into `@Name`.
     `mentions` lists the names the platform resolved (so the hub need not re-parse them).
+
+    Every platform's text enters the core here, so this is its one door to valid Unicode
+    (docs/text.md, "Valid Unicode"): a lone surrogate in any text field — a Slack event or
+    a Telegram update parsed by its own library, a Discord name — becomes U+FFFD as the
+    message is made, and nothing downstream (the link's frames, the stores, the logs) meets
+    one. `raw` is the platform's own object and is left as it is: it never leaves the adapter.
     """
 
     channel_type: str
@@ -61,10 +68,38 @@ class Inbound:
     """The message was deleted; `text` is what it said when the platform still knows."""
     raw: Any = None
 
+    def __post_init__(self) -> None:
+        self.account = valid_unicode(self.account)
+        self.chat_id = valid_unicode(self.chat_id)
+        self.message_id = valid_unicode(self.message_id)
+        self.text = valid_unicode(self.text)
+        if self.thread_id is not None:
+            self.thread_id = valid_unicode(self.thread_id)
+        if self.reply_to is not None:
+            self.reply_to = valid_unicode(self.reply_to)
+        self.sender = _valid_sender(self.sender)
+        self.mentions = tuple(valid_unicode(name) for name in self.mentions)
+        if self.attachments:
+            self.attachments = tuple(_valid_attachment(a) for a in self.attachments)
+
     @property
     def channel(self) -> str:
         """The binding key `"<type>:<account>"` this message arrived on."""
         return f"{self.channel_type}:{self.account}"
+
+
+def _valid_sender(sender: Sender) -> Sender:
+    sender_id, name = valid_unicode(sender.id), valid_unicode(sender.name)
+    if sender_id is sender.id and name is sender.name:
+        return sender
+    return replace(sender, id=sender_id, name=name)
+
+
+def _valid_attachment(attachment: Attachment) -> Attachment:
+    changed = {key: valid for key in ("type", "url", "name", "mime", "file_id")
+               if isinstance(value := getattr(attachment, key), str)
+               and (valid := valid_unicode(value)) is not value}
+    return replace(attachment, **changed) if changed else attachment
 
 
 class OutboundKind(StrEnum):
