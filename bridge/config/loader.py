@@ -18,6 +18,7 @@ from bridge.config.errors import ConfigError, ConfigIssue, Loc
 from bridge.config.expand import FILE_SUFFIX, resolve_values
 from bridge.config.messages import error_message, hide_values, is_secret_key
 from bridge.config.schema_nav import SchemaNavigator
+from bridge.text.unicode import valid_unicode_in
 
 ModelT = TypeVar("ModelT", bound=BaseModel)
 
@@ -72,11 +73,16 @@ def validate_at(
 
     Returns the model (None when invalid) and every problem found, so a caller that
     validates several sections can report them all at once.
+
+    Every config value becomes a model here, whether it came from the YAML (a double-quoted
+    `"\\ud800"` is a lone surrogate), the environment (undecodable bytes arrive as lone
+    surrogates) or a secret file: so this is the config's one door to valid Unicode
+    (docs/text.md, "Valid Unicode"), and a lone surrogate is U+FFFD in every model.
     """
     navigator = SchemaNavigator.for_model(model_cls)
     resolve_issues = resolve_values(doc, loc, navigator, environ)
     try:
-        model = model_cls.model_validate(value_at(doc.data, loc))
+        model = model_cls.model_validate(valid_unicode_in(value_at(doc.data, loc)))
     except ValidationError as exc:
         issues = translate_errors(exc, doc, loc, navigator)
         return None, _without_repeats(resolve_issues, issues)
