@@ -15,6 +15,8 @@ from typing import Any
 import aiohttp
 import pytest
 
+from bridge.bcn.bot import Bot, IncomingMessage, Run
+from bridge.bcn.examples.rules_bot import build_rules_bot
 from tests.webchat.webchat_clients import ChatClient, open_client
 
 REPRO = '{"type":"message","client_message_id":"m1","text":"a\\ud800b"}'
@@ -60,3 +62,29 @@ async def test_a_webchat_frame_with_a_lone_surrogate_silences_no_bot(start_syste
     assert history == ["a\ufffdb", "<p>a\ufffdb</p>", "and the next one",
                        "<p>and the next one</p>"]
     await late.assert_quiet()
+
+
+async def test_a_bots_final_with_a_lone_surrogate_silences_nothing(start_system, http, tmp_path):
+    """A bot's reply is a door too: `!` comes back as a lone surrogate from this driver. Before,
+    the bot's own writer died on it (its socket open, its runs unanswered), so it never
+    answered this message or the next."""
+    system = await start_system(stream=False, webchat=True, bots=False)
+
+    async def lone(message: IncomingMessage, run: Run) -> str:
+        return message.text.replace("!", "\ud800")
+
+    bot_url = f"{system.app.bcn_url.rstrip('/')}/ws/bot"
+    driver = Bot(bot_url, name="Echo", token_file=tmp_path / "echo.token")
+    driver.on_message(lone)
+    rules = build_rules_bot(bot_url, name="Rules", token_file=tmp_path / "rules.token")
+    for bot in (driver, rules):
+        await bot.start(timeout=10)
+        system.bots.append(bot)
+    await system.wait_for_bots("Echo", "Rules")
+    page, _ = await _page(system, http)
+    await page.say("hi!")
+    assert await _bot_html(page) == "<p>hi\ufffd</p>"
+    await page.say("and the next one")
+    assert await _bot_html(page) == "<p>and the next one</p>"
+    _, history = await _page(system, http)
+    assert history == ["hi!", "<p>hi\ufffd</p>", "and the next one", "<p>and the next one</p>"]
