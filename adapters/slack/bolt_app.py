@@ -26,13 +26,20 @@ from typing import Any, Literal
 from slack_bolt.async_app import AsyncApp
 from slack_bolt.authorization import AuthorizeResult
 from slack_bolt.context.ack.async_ack import AsyncAck
+from slack_bolt.error import BoltUnhandledRequestError
 from slack_bolt.logger.messages import (
     warning_client_prioritized_and_token_skipped,
     warning_token_skipped,
 )
+from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.startup import Identity
+from bridge.web.bad_input import INPUT_ERRORS
+from bridge.web.refusals import RefusalLog
+
+log = logging.getLogger(__name__)
 
 PayloadKind = Literal["event", "command"]
 Receiver = Callable[[PayloadKind, dict[str, Any]], "asyncio.Future[None]"]
@@ -93,6 +100,7 @@ def build_app(
         signing_secret="",
         request_verification_enabled=False,
         process_before_response=True,  # events are acked once relayed (see ACK_BUDGET)
+        raise_error_for_unhandled_request=True,  # to `_unreadable_payload`: logged once
     )
 
     async def on_event(body: dict[str, Any]) -> None:
@@ -106,4 +114,33 @@ def build_app(
 
     app.event(ANY)(on_event)
     app.command(ANY)(on_command)
+    app.error(_unreadable_payload(RefusalLog(log, f"{name} (Bolt)")))
     return app
+
+
+def _unreadable_payload(refusals: RefusalLog) -> Callable[..., Any]:
+    """Bolt's error handler: a payload Bolt's own middleware cannot read is 400.
+
+    Bolt reads fields of every payload (`authorizations`, `team`, `event`…) assuming their
+    types, and answers 500 with a logged traceback when a signed payload has others. The
+    listeners here only queue the payload (the relay's failures never reach Bolt), so an
+    exception of a parser's kinds in Bolt is the payload's fault: 400 and one throttled
+    line. Any other failure keeps Bolt's 500 and its traceback. A payload of a type no
+    listener takes stays Bolt's 404, with a throttled line instead of a warning each time.
+    """
+
+    async def handle(error: Exception, request: AsyncBoltRequest,
+                     response: BoltResponse | None) -> BoltResponse | None:
+        if isinstance(error, BoltUnhandledRequestError):  # a payload no listener takes: 404
+            refusals.refused("Slack", f"a {request.body.get('type')!r} payload no listener "
+                             "takes", 404)
+            return None
+        if isinstance(error, INPUT_ERRORS) and response is not None and response.status >= 500:
+            problem = f"a payload Bolt cannot read ({type(error).__name__}: {error})"
+            refusals.refused("Slack (a signed request)", problem, 400)
+            return BoltResponse(status=400, body={"error": "invalid payload"})
+        log.error("Bolt failed on a request: %s", error, exc_info=error)
+        return None
+
+    return handle
+

@@ -5,8 +5,10 @@ secret less than five minutes ago; anything else is refused with 401 before Bolt
 so nothing unsigned is relayed. The check runs here (with slack_sdk's `SignatureVerifier`)
 rather than in Bolt's own middleware because Bolt logs every refusal at info level with the
 whole body: here the first refusal is a warning saying what was wrong, later ones go to the
-debug log, so a stray scanner cannot flood the log. Signed requests — including Slack's
-`url_verification` challenge — are handed to the Bolt app as they are.
+debug log, so a stray scanner cannot flood the log (`RefusalLog`). Signed requests —
+including Slack's `url_verification` challenge — are handed to the Bolt app once their body
+is a payload Bolt can read (a JSON object, or a form whose `payload` is one, nested no
+deeper than `MAX_JSON_DEPTH`); a signed body that is not gets 400, never a traceback.
 """
 
 from __future__ import annotations
@@ -15,11 +17,15 @@ import hmac
 import logging
 import time
 from collections.abc import Callable
+from urllib.parse import parse_qsl
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
+
+from bridge.web.bad_input import BadInput, parse_json
+from bridge.web.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +33,8 @@ TIMESTAMP_HEADER = "X-Slack-Request-Timestamp"
 SIGNATURE_HEADER = "X-Slack-Signature"
 WINDOW_SECONDS = 5 * 60
 """Slack's replay window: a signed request older (or newer) than this is refused."""
+TIMESTAMP_DIGITS = 12
+"""A Unix time in seconds has 10 digits until the year 2286; more is not a timestamp."""
 
 
 class EventsRoute:
@@ -44,14 +52,21 @@ class EventsRoute:
         self._verifier = SignatureVerifier(signing_secret)
         self._app = app
         self._clock = clock
-        self.refused = 0
+        self._refusals = RefusalLog(log, f"slack:{account}")
+
+    @property
+    def refused(self) -> int:
         """Requests refused so far (the log shows only the first at warning level)."""
+        return self._refusals.count
 
     async def handle(self, request: web.Request) -> web.Response:
         body = await request.read()
         problem = self.problem(request, body)
         if problem is not None:
             return self._refuse(request, problem)
+        problem = payload_problem(body.decode("utf-8"), request.content_type)
+        if problem is not None:
+            return self._refuse(request, problem, 400)
         app = self._app()
         if app is None:
             # Slack retries a request that fails, so nothing is lost while the account starts.
@@ -65,10 +80,10 @@ class EventsRoute:
         signature = request.headers.get(SIGNATURE_HEADER)
         if not timestamp or not signature:
             return "no Slack signature"
-        try:
-            sent_at = int(timestamp)
-        except ValueError:
-            return "an unreadable timestamp"
+        if not (timestamp.isascii() and timestamp.isdigit()
+                and len(timestamp) <= TIMESTAMP_DIGITS):
+            return "an unreadable timestamp"  # int() would take 4,300 digits, a float not
+        sent_at = int(timestamp)
         if abs(self._clock() - sent_at) > WINDOW_SECONDS:
             return "a timestamp outside Slack's 5-minute window"
         if not signature.isascii():
@@ -82,15 +97,33 @@ class EventsRoute:
             return "a bad signature"
         return None
 
-    def _refuse(self, request: web.Request, problem: str) -> web.Response:
-        self.refused += 1
-        level = logging.WARNING if self.refused == 1 else logging.DEBUG
-        log.log(
-            level,
-            "slack:%s refused a request from %s with %s (HTTP 401)%s",
-            self.account,
-            request.remote,
-            problem,
-            "; later refusals are logged at debug level" if self.refused == 1 else "",
-        )
-        return web.json_response({"error": "invalid request"}, status=401)
+    def _refuse(self, request: web.Request, problem: str, status: int = 401) -> web.Response:
+        self._refusals.refused(request.remote, problem, status)
+        return web.json_response({"error": "invalid request"}, status=status)
+
+
+def payload_problem(body: str, content_type: str) -> str | None:
+    """What keeps Bolt from reading a signed body, or None.
+
+    The same reading as Bolt's `parse_body` (JSON when it says so or starts with "{", else
+    a form, whose `payload` field is JSON), with `parse_json`'s depth bound, and what Bolt
+    takes for granted: a payload is an object with a `type`, a plain form is a command.
+    Anything else Bolt would answer with a traceback (500) or an "Unhandled request"
+    warning each time.
+    """
+    if not body:
+        return "an empty body"
+    if content_type == "application/json" or body.startswith("{"):
+        text = body
+    else:
+        fields = dict(parse_qsl(body, keep_blank_values=True))
+        if "payload" not in fields:  # a slash command: a plain form, which Bolt reads as is
+            return None if fields.get("command") else "a signed form that is not a command"
+        text = fields["payload"]
+    try:
+        payload = parse_json(text)
+    except BadInput as exc:
+        return f"a signed body that cannot be read ({exc})"
+    if not isinstance(payload, dict) or not isinstance(payload.get("type"), str):
+        return "a signed body that is not a Slack payload (a JSON object with a type)"
+    return None

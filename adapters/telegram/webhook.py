@@ -2,18 +2,21 @@
 
 Telegram sends the configured secret in `X-Telegram-Bot-Api-Secret-Token` with every
 update; anything without the right secret is refused before its body is read. The route is
-never derived from the bot token, so no URL the bridge exposes carries it.
+never derived from the bot token, so no URL the bridge exposes carries it. Every refusal
+(a wrong secret, a body that is not an update) is one throttled log line (`RefusalLog`).
 """
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+
+from bridge.web.bad_input import BadInput, read_json
+from bridge.web.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +38,7 @@ class WebhookRoute:
         self.account = account
         self._secret = secret.encode()
         self._receive = receive
+        self._refusals = RefusalLog(log, f"telegram:{account} webhook")
 
     async def handle(self, request: web.Request) -> web.Response:
         given = request.headers.get(SECRET_HEADER)
@@ -43,31 +47,21 @@ class WebhookRoute:
         if not hmac.compare_digest(given.encode("utf-8", "surrogateescape"), self._secret):
             return self._refuse(request, 403, "a wrong secret token")
         try:
-            update = await request.json()
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            return web.Response(status=400, text="expected a JSON update")
+            update = await read_json(request)
+        except BadInput as exc:
+            return self._refuse(request, 400, f"a body that is not an update ({exc})")
         if not isinstance(update, dict) or "update_id" not in update:
-            return web.Response(status=400, text="expected a JSON update")
+            return self._refuse(request, 400, "a body that is not an update (no update_id)")
         try:
             accepted = await self._receive(update)
         except BadUpdate as exc:
-            log.warning(
-                "telegram:%s webhook got an update it cannot read (%s); answered HTTP 400",
-                self.account,
-                exc,
-            )
-            return web.Response(status=400, text="expected a JSON update")
+            return self._refuse(request, 400, f"an update it cannot read ({exc})")
         if not accepted:
             # Telegram retries non-2xx answers, so nothing is lost while we start up.
             return web.Response(status=503, text="not ready")
         return web.Response(text="ok")
 
     def _refuse(self, request: web.Request, status: int, problem: str) -> web.Response:
-        log.warning(
-            "telegram:%s webhook refused a request from %s with %s (HTTP %d)",
-            self.account,
-            request.remote,
-            problem,
-            status,
-        )
-        return web.Response(status=status, text="unauthorized" if status == 401 else "forbidden")
+        self._refusals.refused(request.remote, problem, status)
+        text = {401: "unauthorized", 403: "forbidden"}.get(status, "expected a JSON update")
+        return web.Response(status=status, text=text)

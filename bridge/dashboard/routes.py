@@ -37,6 +37,7 @@ from bridge.dashboard.stream import Feed
 from bridge.dashboard.traffic import INTERVAL, Traffic
 from bridge.dashboard.views import Views
 from bridge.metrics import BridgeMetrics
+from bridge.web.bad_input import BadInput, read_json
 from bridge.web.origin import origin_refusal
 from bridge.web.server import WebServer
 from bridge.web.status import BridgeStatus
@@ -289,9 +290,9 @@ class Dashboard:
         if request.content_type != "application/json":
             raise OperatorError("expected a JSON body (Content-Type: application/json)", 415)
         try:
-            body = await request.json()
-        except ValueError:
-            raise OperatorError("the body is not valid JSON", 400) from None
+            body = await read_json(request)
+        except BadInput as exc:
+            raise OperatorError(str(exc), 400) from None
         if not isinstance(body, dict):
             raise OperatorError("expected a JSON object", 400)
         return body

@@ -29,6 +29,7 @@ from bridge.hub.config import check_bot_name
 from bridge.hub.registry import NameTaken
 from bridge.hub.state import HubState
 from bridge.hub.tokens import TokenSet
+from bridge.web.bad_input import BadInput, read_json
 
 log = logging.getLogger(__name__)
 
@@ -96,9 +97,9 @@ class Onboarding:
         if record is None:
             return _error(401, "unauthorized", "a valid bot token is required (Bearer)")
         try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return _error(400, "bad_request", "the body must be a JSON object")
+            body = await read_json(request)
+        except BadInput as exc:
+            return _error(400, "bad_request", f"the body must be a JSON object: {exc}")
         problem = _descriptor_problem(body)
         if problem:
             return _error(400, "bad_request", problem)

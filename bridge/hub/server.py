@@ -35,6 +35,7 @@ from bridge.hub.sessions import ChannelSession, SessionDirectory
 from bridge.hub.startup_grace import StartupGrace
 from bridge.hub.state import BotPresence, HubState, LinkDirectory
 from bridge.hub.storage import HubDatabase
+from bridge.web.bad_input import bad_input_middleware
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Hub:
         state.presence.on_change = presence_changed
         state.grace.on_over = held.wake
 
-        app = web.Application()
+        app = web.Application(middlewares=[bad_input_middleware("hub")])
         app.router.add_get("/ws/bot", self._bots.handle)
         app.router.add_get("/ws/channel", self._links.handle)
         app.router.add_get("/healthz", self._healthz)

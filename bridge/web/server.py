@@ -15,6 +15,7 @@ from aiohttp.abc import AbstractAccessLogger
 
 from bridge import __version__
 from bridge.listen import parse_listen
+from bridge.web.bad_input import bad_input_middleware
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +76,8 @@ class WebServer:
         shutdown_timeout: float = 5.0,
     ) -> None:
         self.host, self._requested_port = parse_listen(listen)
-        self.app = web.Application(client_max_size=client_max_size)
+        self.app = web.Application(client_max_size=client_max_size,
+                                   middlewares=[bad_input_middleware("web")])
         self.app.router.add_get("/healthz", _healthz)
         self._shutdown_timeout = shutdown_timeout
         self._runner: web.AppRunner | None = None
