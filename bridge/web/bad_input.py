@@ -23,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError
 
 from bridge.web.refusals import RefusalLog
 
@@ -92,6 +93,7 @@ def _origin(exc: BaseException) -> str:
 
 def bad_input_middleware(what: str) -> Callable[[web.Request, Handler], Awaitable[Any]]:
     """The middleware for one application (`what` names it in the log: ``web``, ``hub``)."""
+    quiet_protocol_errors()
     logs: dict[str, RefusalLog] = {}
 
     @web.middleware
@@ -116,3 +118,31 @@ def bad_input_middleware(what: str) -> Callable[[web.Request, Handler], Awaitabl
                                      status=400)
 
     return bad_input
+
+
+class _ProtocolErrors(logging.Filter):
+    """aiohttp's own refusals of a malformed request (a request line over 8 KiB, a broken
+    header) come before any handler: it answers 400 but logs an ERROR with a traceback for
+    each. This keeps the first as a warning line, later ones at debug, without traceback."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusals = RefusalLog(log, "HTTP server")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        error = record.exc_info[1] if record.exc_info else None
+        if isinstance(error, HttpProcessingError) and 400 <= (error.code or 0) < 500:
+            self.refusals.refused(None, f"a malformed request ({type(error).__name__})",
+                                  error.code)
+            return False
+        return True
+
+
+_PROTOCOL_ERRORS = _ProtocolErrors()
+
+
+def quiet_protocol_errors() -> None:
+    """Install the filter on aiohttp's server log (once; both web apps call this)."""
+    server_log = logging.getLogger("aiohttp.server")
+    if _PROTOCOL_ERRORS not in server_log.filters:
+        server_log.addFilter(_PROTOCOL_ERRORS)
