@@ -1,4 +1,4 @@
-"""Every piece of state the bridge keeps, behind one interface (DESIGN §7).
+"""Every piece of state the bridge keeps, behind one interface.
 
 `open_store(url)` gives a `Store` (memory, SQLite or Redis); each concern is an attribute of
 it (`store.conversations`, `store.outbox`, …). Adding a concern is described in docs/tracking.md.
@@ -11,6 +11,7 @@ from bridge.store.base import (
     Store,
     Updated,
 )
+from bridge.store.errors import TRANSIENT_ERRORS, transient
 from bridge.store.opening import (
     SUPPORTED,
     OpeningStore,
@@ -23,6 +24,7 @@ from bridge.store.records import Conversation, HistoryEntry
 
 __all__ = [
     "SUPPORTED",
+    "TRANSIENT_ERRORS",
     "Conversation",
     "ConversationChange",
     "ConversationPage",
@@ -35,4 +37,5 @@ __all__ = [
     "Updated",
     "open_store",
     "parse_store_url",
+    "transient",
 ]
