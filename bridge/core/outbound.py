@@ -20,13 +20,21 @@ from bridge.core.context import RelayContext
 from bridge.core.inbound import accepted_key
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
-from bridge.core.protocol_flow import PendingRequest, reply_as_response
+from bridge.core.protocol_flow import (
+    PendingRequest,
+    depth_violation,
+    refusal,
+    reply_as_response,
+)
 from bridge.protocol import parse
+from bridge.store import transient
 from bridge.text.cut import truncated
 
 log = logging.getLogger(__name__)
 
 TERMINAL_KINDS = frozenset({"final", "error", "aborted"})
+CHAIN_TYPES = frozenset({"REQUEST", "CLARIFY", "HANDOFF"})
+"""What extends a chain: past the depth limit none of these is relayed as such."""
 
 
 def may_have_streamed(params: dict[str, Any]) -> bool:
@@ -46,9 +54,39 @@ class OutboundPipeline:
     async def deliver(self, params: dict[str, Any]) -> None:
         """Handle one delivery; returning means it is done for good (the link acks it).
 
-        The event id is remembered in the same transaction that queues the output, so a
-        crash between the two cannot make the hub's replay look like a duplicate.
+        A failure that may pass (the store or a socket: `transient`) raises, and the hub
+        sends the output again. Any other failure would repeat on every retry, for ever and
+        across restarts: the delivery ends here instead, logged once and told in the chat
+        once (`_undeliverable`).
         """
+        try:
+            await self._deliver_once(params)
+        except Exception as exc:
+            if transient(exc):
+                raise
+            await self._undeliverable(params, exc)
+
+    async def _undeliverable(self, params: dict[str, Any], error: Exception) -> None:
+        ctx = self.ctx
+        sender = params.get("sender") if isinstance(params.get("sender"), dict) else {}
+        bot = str(sender.get("name") or "a bot")
+        log.error("%s's output %s can never be shown (%s: %s); it ends here",
+                  bot, params.get("event_id"), type(error).__name__, error,
+                  exc_info=error)
+        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+        if binding is None:
+            return
+        event_id = params.get("event_id")
+        once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
+        lane = Lane(binding.channel, binding.chat, params.get("thread_id") or binding.thread)
+        await ctx.post(lane, binding, f"⚠️ A reply from {bot} could not be shown here "
+                       f"({type(error).__name__}: {str(error)[:200]}).",
+                       sender_label=ctx.bridge_name, kind=OutboundKind.SYSTEM, once=once)
+
+    async def _deliver_once(self, params: dict[str, Any]) -> None:
+        """The delivery itself. The event id is remembered in the same transaction that
+        queues the output, so a crash between the two cannot make the hub's replay look
+        like a duplicate."""
         ctx = self.ctx
         event_id = params.get("event_id")
         once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
@@ -121,11 +159,11 @@ class OutboundPipeline:
             log.warning("%s's reply of %d characters is cut to %d (relay.max_reply_chars)",
                         bot, len(text), ctx.max_reply_chars)
             text = truncated(text, ctx.max_reply_chars)
-        text, protocol = await self._middleware(params, binding, lane, kind, bot, text)
+        text, protocol, label = await self._middleware(params, binding, lane, kind, bot, text)
         if not text.strip():
             return False
         log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
-        return await ctx.post_bot_output(lane, binding, text, sender_label=bot, run_id=run_id,
+        return await ctx.post_bot_output(lane, binding, text, sender_label=label, run_id=run_id,
                                          conversation=session, protocol=protocol, once=once,
                                          inbound_at=asked_at, streamed=bool(streamed))
 
@@ -137,11 +175,11 @@ class OutboundPipeline:
         kind: str,
         bot: str,
         text: str,
-    ) -> tuple[str, dict[str, Any] | None]:
-        """Decide the text that reaches the chat and track what it says."""
+    ) -> tuple[str, dict[str, Any] | None, str]:
+        """Decide the text that reaches the chat, and under whose name; track what it says."""
         ctx = self.ctx
         if not binding.protocol.enabled:
-            return self._plain_failure(kind, bot, text), None
+            return self._plain_failure(kind, bot, text), None, bot
         pending = await self._pending(params.get("source_msg_id"))
         parsed = parse(text) if kind == "final" else None
         if parsed is None and pending is not None:
@@ -154,9 +192,19 @@ class OutboundPipeline:
                     text = reply_as_response(pending, f"{bot} {kind}: {reason}", "failed")
                 parsed = parse(text)
         if parsed is None:
-            return self._plain_failure(kind, bot, text), None
+            return self._plain_failure(kind, bot, text), None, bot
         await ctx.track(parsed, lane)
-        return text, parsed.to_dict()
+        violation = depth_violation(parsed) if parsed.type in CHAIN_TYPES else None
+        if violation is not None:
+            # Past the depth limit only a RESPONSE may follow: the bot's message is not
+            # shown as a request; the bridge closes the chain with a failed RESPONSE.
+            log.info("%s's %s %s refused: %s", bot, parsed.type, parsed.request_id, violation)
+            answer = refusal(parsed, violation, ctx.bridge_name)
+            await ctx.tracker.close(parsed.request_id, "failed", violation, ctx.clock())
+            await ctx.refresh_panel(lane)
+            refused = parse(answer)
+            return answer, refused.to_dict() if refused else None, ctx.bridge_name
+        return text, parsed.to_dict(), bot
 
     @staticmethod
     def _plain_failure(kind: str, bot: str, text: str) -> str:

@@ -60,7 +60,12 @@ def depth_of(msg: ProtocolMessage) -> Depth:
 
 
 def depth_violation(msg: ProtocolMessage, max_depth_cap: int = MAX_DEPTH_CAP) -> str | None:
-    """Why this message may not be forwarded (the builders' own depth rule), or None."""
+    """Why this message may not be forwarded (the builders' own depth rule), or None.
+
+    A `Depth:` that cannot be read (`-1/5`) is refused too: taking it as the default 1/5
+    would let any message restart its chain's count."""
+    if msg.depth_unreadable is not None:
+        return f"Depth {msg.depth_unreadable!r} is not a depth (N/M, with 1 <= N <= M)"
     try:
         check_depth(depth_of(msg), msg.type, max_depth_cap)
     except ValueError as exc:

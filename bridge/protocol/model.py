@@ -49,6 +49,10 @@ class ProtocolMessage:
     expires: str | None = None
     meta: dict[str, str] = field(default_factory=dict)
     raw: str = ""
+    depth_unreadable: str | None = None
+    """A `Depth:` value that is not `N/M` (say `-1/5`), as written; `depth` is then None.
+    The relay refuses such a message rather than reading it as the default 1/5. Not part of
+    `to_dict`, which holds what the reference reports."""
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view with the wire spelling `from` (a Python keyword, hence `from_`)."""

@@ -91,7 +91,10 @@ def parse(text: object) -> ProtocolMessage | None:
         fields["priority"] = priority if priority in PRIORITIES else None
     depth = get("depth")
     if depth is not None:
-        fields["depth"] = parse_depth(depth, loose=article) if depth else None
+        read = parse_depth(depth, loose=article) if depth else None
+        fields["depth"] = read
+        if read is None and depth:
+            fields["depth_unreadable"] = depth
     target = block.target
     if article and target.lower() in _BROADCAST_TARGETS:
         target = "all"
