@@ -14,7 +14,12 @@ from typing import Any
 import aiohttp
 from slack_sdk.errors import SlackApiError, SlackClientError, SlackRequestError
 
-from bridge.core.adapter import PermanentSendError, SendError, TransientSendError
+from bridge.core.adapter import (
+    AdapterStartError,
+    PermanentSendError,
+    SendError,
+    TransientSendError,
+)
 from bridge.logs import redact
 
 TRANSIENT_CODES = frozenset(
@@ -114,8 +119,11 @@ def send_error(exc: BaseException, action: str) -> SendError:
     return PermanentSendError(detail)
 
 
-class SlackStartError(RuntimeError):
-    """The account could not start; the message is safe to log (no token in it)."""
+class SlackStartError(AdapterStartError):
+    """The account could not start; the message is safe to log (no token in it).
+
+    An `AdapterStartError`, so `bcn-bridge run` prints it as one line and exits 1.
+    """
 
 
 def start_error(exc: BaseException, account: str, what: str) -> SlackStartError:

@@ -18,7 +18,7 @@ from bridge.background import Background
 from bridge.bcn import BcnError, ConnectionClosed
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
-from bridge.core.adapter import Adapter
+from bridge.core.adapter import Adapter, AdapterStartError
 from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.events import RelayEvents
@@ -32,7 +32,7 @@ from bridge.core.outbox import Lane, Outbox
 from bridge.core.pauses import BindingPauses
 from bridge.core.relay_state import RelayState
 from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
-from bridge.logs import log_context
+from bridge.logs import log_context, redact
 from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.records import Conversation
@@ -47,6 +47,24 @@ HOUSEKEEPING_EVERY = 240
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+async def start_adapter(adapter: Adapter) -> None:
+    """Start one account; whatever stops it comes back as an `AdapterStartError`.
+
+    Each adapter turns the failures it knows (a refused token, a switch off) into a
+    sentence of its own; anything else it raises — a new error class, a library's surprise —
+    would otherwise end `bcn-bridge run` in a traceback instead of the one line
+    docs/operations.md promises. The traceback stays available at DEBUG level.
+    """
+    try:
+        await adapter.start()
+    except AdapterStartError:
+        raise
+    except Exception as exc:
+        log.debug("%s could not start", adapter.channel, exc_info=True)
+        detail = redact(f"{type(exc).__name__}: {exc}")
+        raise AdapterStartError(f"{adapter.channel}: {detail}") from None
 
 
 class Relay:
@@ -139,7 +157,7 @@ class Relay:
         await self.spool.start()
         await self.link.start(wait=wait_for_link)
         for adapter in self.ctx.adapters.values():
-            await adapter.start()
+            await start_adapter(adapter)
             adapter.started = True
             log.info("adapter %s started", adapter.channel)
         self._background.spawn(self._sweep_forever(), name="sweeper")
