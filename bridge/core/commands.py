@@ -20,6 +20,7 @@ from bridge.core.outbox import Lane
 from bridge.core.relay_state import GroupBots
 from bridge.protocol import build_request, generate_request_id, parse
 from bridge.store.records import Conversation
+from bridge.tracking.scope import protocol_id
 
 log = logging.getLogger(__name__)
 
@@ -159,6 +160,6 @@ def describe(conv: Conversation, now: datetime) -> str:
     if len(task) > 80:
         task = task[:77] + "…"
     return (
-        f"- `{conv.request_id}` {conv.from_} → {conv.to}: {task} "
+        f"- `{protocol_id(conv)}` {conv.from_} → {conv.to}: {task} "
         f"({conv.status}, depth {depth}{due})"
     )

@@ -30,6 +30,7 @@ from bridge.core.spool import InboundSpool
 from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.loop_guard import Released
+from bridge.store.records import Conversation
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
 
@@ -238,12 +239,15 @@ class RelayContext:
             inbound_at=inbound_at,
         )
 
-    async def track(self, parsed: Any, lane: Lane) -> None:
-        """Track a protocol message seen in this lane and refresh the lane's request panel."""
+    async def track(self, parsed: Any, lane: Lane) -> Conversation:
+        """Track a protocol message seen in this lane and refresh the lane's request panel;
+        returns the conversation (its `request_id` is the store key: scoped to this chat
+        when another chat used the id first)."""
         conversation = await self.tracker.track(parsed, self.clock(), chat=lane.key)
         if conversation.status == "clarifying" and not await self.state.may_clarify(lane.key):
             await self.state.set_may_clarify(lane.key, True)
         await self.refresh_panel(lane)
+        return conversation
 
     async def refresh_panel(self, lane: Lane) -> None:
         adapter = self.adapters.get(lane.channel)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from bridge.core.binding import Binding
@@ -27,6 +27,7 @@ from bridge.core.protocol_flow import (
 )
 from bridge.protocol import DEFAULT_DEPTH, Depth, ProtocolMessage, parse
 from bridge.store.records import Conversation
+from bridge.tracking.scope import protocol_id
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +126,7 @@ class InboundPipeline:
             return
         if await self._answer_clarify(msg, binding, lane):
             return
-        parsed = parse(msg.text) if binding.protocol.enabled else None
+        parsed = as_sent(msg, parse(msg.text)) if binding.protocol.enabled else None
         if parsed is not None:
             await self._protocol(msg, binding, lane, parsed)
             return
@@ -163,17 +164,18 @@ class InboundPipeline:
         depth = Depth(*conv.depth) if conv.depth else DEFAULT_DEPTH
         await self.ctx.tracker.answer(conv.request_id, msg.sender.name, answer, self.ctx.clock())
         await self.ctx.refresh_panel(lane)
+        request_id = protocol_id(conv)  # as the bot wrote it, not the chat-scoped key
         pending = PendingRequest(
-            conv.request_id, requester=conv.from_, bot=bot,
+            request_id, requester=conv.from_, bot=bot,
             depth=depth, original_from=conv.original_from,
         )
         await self.ctx.store.message_map.put(
             f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()
         )
         await self.send(
-            msg, binding, lane, text=f"Re: {conv.request_id}: {answer}", deliver="auto",
+            msg, binding, lane, text=f"Re: {request_id}: {answer}", deliver="auto",
             routing=route_to(bot),
-            protocol={"type": "RESPONSE", "request_id": conv.request_id,
+            protocol={"type": "RESPONSE", "request_id": request_id,
                       "from": msg.sender.name, "to": bot},
         )
         return True
@@ -184,7 +186,7 @@ class InboundPipeline:
         tracker = self.ctx.tracker
         explicit = _EXPLICIT_ANSWER.match(msg.text)
         if explicit:
-            conv = await tracker.get(explicit.group(1))
+            conv = await tracker.get_in(lane.key, explicit.group(1))
             if conv is not None and conv.status == "clarifying":
                 return conv, explicit.group(2).strip()
         if msg.reply_to:
@@ -192,7 +194,7 @@ class InboundPipeline:
                 sent_key(msg.channel, msg.chat_id, msg.reply_to)
             )
             if info and info.get("type") == "CLARIFY" and info.get("request_id"):
-                conv = await tracker.get(info["request_id"])
+                conv = await tracker.get_in(lane.key, info["request_id"])
                 if conv is not None and conv.status == "clarifying":
                     return conv, msg.text
         # Without a reply: the one question in this chat addressed to this person.
@@ -216,14 +218,14 @@ class InboundPipeline:
     ) -> None:
         violation = depth_violation(parsed)
         if violation is not None:
-            await self.ctx.track(parsed, lane)
+            tracked = await self.ctx.track(parsed, lane)
             answer = refusal(parsed, violation, self.ctx.bridge_name)
             refused = parse(answer)
             await self.ctx.post(
                 lane, binding, answer, sender_label=self.ctx.bridge_name,
                 protocol=refused.to_dict() if refused else None,
             )
-            await self.ctx.tracker.close(parsed.request_id, "failed", violation, self.ctx.clock())
+            await self.ctx.tracker.close(tracked.request_id, "failed", violation, self.ctx.clock())
             await self.ctx.refresh_panel(lane)
             # The bots still see the exchange, but nobody is asked to act on it.
             await self.send(msg, binding, lane, text=msg.text, deliver="observe",
@@ -240,7 +242,7 @@ class InboundPipeline:
         parsed: ProtocolMessage | None = None,
     ) -> None:
         """Track a protocol message and send it to exactly the bot it addresses."""
-        parsed = parsed or parse(text)
+        parsed = as_sent(msg, parsed or parse(text))
         if parsed is None:
             await self.send(msg, binding, lane, text=text, deliver="auto")
             return
@@ -317,6 +319,17 @@ class InboundPipeline:
         if any(d.get("method") == "chat.send" for d in payload.get("deliveries") or []
                if isinstance(d, dict)):
             self.ctx.show_typing(lane)
+
+
+def as_sent(msg: Inbound, parsed: ProtocolMessage | None) -> ProtocolMessage | None:
+    """A protocol message as its sender may send it: a person's is always their own.
+
+    Whatever its `From:` says, text a person typed is tracked, routed and answered as that
+    person's (a visitor typing `From: Rules` does not speak for the bot Rules). Platform bots
+    keep their `From:` — the bot-to-bot protocol is theirs."""
+    if parsed is None or msg.sender.is_bot or parsed.from_ == msg.sender.name:
+        return parsed
+    return replace(parsed, from_=msg.sender.name)
 
 
 def allowed(binding: Binding, msg: Inbound) -> bool:

@@ -183,7 +183,7 @@ class OutboundPipeline:
         pending = await self._pending(params.get("source_msg_id"))
         parsed = parse(text) if kind == "final" else None
         if parsed is None and pending is not None:
-            conv = await ctx.tracker.get(pending.request_id)
+            conv = await ctx.tracker.get_in(lane.key, pending.request_id)
             if conv is not None and conv.status in ("open", "clarifying"):
                 if kind == "final":
                     text = reply_as_response(pending, text)
@@ -193,14 +193,14 @@ class OutboundPipeline:
                 parsed = parse(text)
         if parsed is None:
             return self._plain_failure(kind, bot, text), None, bot
-        await ctx.track(parsed, lane)
+        tracked = await ctx.track(parsed, lane)
         violation = depth_violation(parsed) if parsed.type in CHAIN_TYPES else None
         if violation is not None:
             # Past the depth limit only a RESPONSE may follow: the bot's message is not
             # shown as a request; the bridge closes the chain with a failed RESPONSE.
             log.info("%s's %s %s refused: %s", bot, parsed.type, parsed.request_id, violation)
             answer = refusal(parsed, violation, ctx.bridge_name)
-            await ctx.tracker.close(parsed.request_id, "failed", violation, ctx.clock())
+            await ctx.tracker.close(tracked.request_id, "failed", violation, ctx.clock())
             await ctx.refresh_panel(lane)
             refused = parse(answer)
             return answer, refused.to_dict() if refused else None, ctx.bridge_name

@@ -18,6 +18,7 @@ from bridge.store import Conversation, ConversationChange, Store
 from bridge.tracking import transitions
 from bridge.tracking.errors import UnknownConversation
 from bridge.tracking.messages import TrackedMessage, check_message
+from bridge.tracking.scope import same_chat, scoped_id
 from bridge.tracking.vocabulary import BRIDGE, STATUSES, resolve_timeouts
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,11 @@ class Tracker:
     async def track(
         self, message: TrackedMessage, now: datetime | None = None, chat: str | None = None
     ) -> Conversation:
-        """Record a protocol message; seeing the identical message again changes nothing."""
+        """Record a protocol message; seeing the identical message again changes nothing.
+
+        In the chat that used its id first the message's id is the key; in any other chat
+        the id is scoped to that chat (bridge.tracking.scope). Whose a record is, is decided
+        inside the store's atomic update, so two instances cannot both take an id."""
         check_message(message)
         change = partial(
             transitions.on_message,
@@ -71,6 +76,10 @@ class Tracker:
         )
         updated = await self._conversations.update(message.request_id, change)
         assert updated.conversation is not None  # on_message always yields a record
+        if not same_chat(updated.conversation.chat, chat):
+            key = scoped_id(message.request_id, chat)
+            updated = await self._conversations.update(key, partial(change, key=key))
+            assert updated.conversation is not None
         if not updated.changed:
             log.debug("already tracked: %s %s", message.type, message.request_id)
         elif self.on_change is not None:
@@ -111,7 +120,16 @@ class Tracker:
         return await self._updated(request_id, change)
 
     async def get(self, request_id: str) -> Conversation | None:
+        """The conversation under this store key (as the dashboard and `list` show it)."""
         return await self._conversations.get(request_id)
+
+    async def get_in(self, chat: str, request_id: str) -> Conversation | None:
+        """The conversation a RequestId names when it is written in `chat`: its own, never
+        another chat's that happens to use the same id."""
+        conversation = await self._conversations.get(request_id)
+        if conversation is not None and same_chat(conversation.chat, chat):
+            return conversation
+        return await self._conversations.get(scoped_id(request_id, chat))
 
     async def list(
         self,

@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from bridge.store.records import Conversation, HistoryEntry
 from bridge.tracking.errors import ConversationClosed, UnknownConversation
 from bridge.tracking.messages import TrackedMessage, content_of, depth_of, fingerprint
+from bridge.tracking.scope import same_chat
 from bridge.tracking.vocabulary import (
     ACTIVE_STATUSES,
     ANSWER,
@@ -52,8 +53,13 @@ def on_message(
     now: datetime,
     chat: str | None,
     timeouts: dict[str, timedelta],
+    key: str | None = None,
 ) -> Conversation | None:
-    """A protocol message was seen; an exact repeat of one already in the history is ignored."""
+    """A protocol message was seen; an exact repeat of one already in the history is ignored,
+    and so is a message from another chat than the one the conversation belongs to
+    (bridge.tracking.scope). `key` is the store key when it is not the message's own id."""
+    if current is not None and not same_chat(current.chat, chat):
+        return None
     kind = str(message.type)  # a StrEnum from the parser; store the plain word
     digest = fingerprint(message)
     if current is not None and any(entry.fingerprint == digest for entry in current.history):
@@ -76,7 +82,7 @@ def on_message(
             # A reply seen without its request: the requester is whom it is addressed to.
             requester, owner = owner, requester
         return Conversation(
-            request_id=message.request_id,
+            request_id=key or message.request_id,
             type=kind,
             from_=requester,
             to=owner,

@@ -28,9 +28,12 @@ def register_testchat(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def make_config(tmp_path: Path, *, binding: dict[str, Any] | None = None,
-                hub: dict[str, Any] | None = None, webchat: bool = False) -> BridgeConfig:
-    bindings = [{"channel": "testchat:main", "chat": "room", "group": "demo",
-                 "protocol": {"enabled": True, "deliver": "raw"}, **(binding or {})}]
+                hub: dict[str, Any] | None = None, webchat: bool = False,
+                extra_chats: tuple[str, ...] = ()) -> BridgeConfig:
+    """`extra_chats`: more `testchat:main` chats bound to the same group as "room"."""
+    bindings = [{"channel": "testchat:main", "chat": chat, "group": "demo",
+                 "protocol": {"enabled": True, "deliver": "raw"}, **(binding or {})}
+                for chat in ("room", *extra_chats)]
     accounts: dict[str, Any] = {"testchat": {"main": RecordingAdapter.config_model()}}
     if webchat:
         bindings.append({"channel": "webchat:main", "chat": "lobby", "group": "demo",

@@ -205,8 +205,12 @@ async def test_stray_reply_creates_a_record_with_its_status(tracker: Tracker) ->
 
 async def test_retracking_the_identical_message_changes_nothing(tracker: Tracker) -> None:
     first = await tracker.track(request(), now=T0, chat="c1")
-    again = await tracker.track(request(), now=T0 + MINUTE, chat="c2")
+    again = await tracker.track(request(), now=T0 + MINUTE, chat="c1")
     assert again == first
+    # The same id in another chat is that chat's own conversation (issue 31 §4).
+    elsewhere = await tracker.track(request(), now=T0 + MINUTE, chat="c2")
+    assert elsewhere.request_id != first.request_id and elsewhere.chat == "c2"
+    assert await tracker.get(first.request_id) == first
     await tracker.track(response(), now=T0 + 2 * MINUTE)
     late_echo = await tracker.track(request(), now=T0 + 3 * MINUTE)
     assert late_echo.status == "done"
