@@ -14,7 +14,7 @@ import asyncio
 import errno
 import socket
 import tempfile
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from bridge.config.schema import BridgeConfig
 from bridge.core import registry
 from bridge.core.adapter import Diagnosis
 from bridge.core.link import PROTOCOL_VERSION, channel_url
+from bridge.logs import redact
 from bridge.store import open_store
 from bridge.store.opening import redacted
 from bridge.web.server import WebServer
@@ -49,14 +50,33 @@ async def run_doctor(path: str, report: Report) -> bool:
     if config is None:
         return False
     for check in (check_store, check_bcn, check_accounts):
-        try:
-            async with asyncio.timeout(CHECK_TIMEOUT * 2):
-                for item in await check(config):
-                    say(item)
-        except TimeoutError:
-            say(Diagnosis.fail(f"{check.__name__.removeprefix('check_')}: no answer within "
-                               f"{CHECK_TIMEOUT * 2:g}s", "check the network path to it"))
+        what = check.__name__.removeprefix("check_")
+        for item in await probe(what, check(config), CHECK_TIMEOUT * 2,
+                                "check the network path to it"):
+            say(item)
     return not any(item.status == "fail" for item in results)
+
+
+async def probe(
+    what: str, check: Awaitable[list[Diagnosis]], timeout: float, fix: str
+) -> list[Diagnosis]:
+    """Run one check; whatever goes wrong in it is one ✗ line naming `what`.
+
+    A check reads answers from things doctor does not control — a platform's API, a proxy in
+    front of it, a BCN of another version. Each check handles the failures it knows; this
+    is the net under all of them, so an answer nobody planned for (`true` where an object
+    belongs) is a line naming the account, never a traceback that hides the other checks.
+    """
+    try:
+        async with asyncio.timeout(timeout):
+            return await check
+    except TimeoutError:
+        return [Diagnosis.fail(f"{what}: no answer within {timeout:g}s", fix)]
+    except Exception as exc:
+        return [Diagnosis.fail(
+            f"{what}: the check stopped on an unexpected answer ({_reason(exc, typed=True)})",
+            fix,
+        )]
 
 
 def check_config(path: str, say: Report) -> BridgeConfig | None:
@@ -202,26 +222,35 @@ async def check_accounts(config: BridgeConfig) -> list[Diagnosis]:
     if web is not None:
         found.append(_listen_check("web.listen", config.web.listen))
     for channel_type, accounts in config.accounts.items():
-        adapter_cls = registry.adapter_class(channel_type)
         for name, account_config in accounts.items():
-            adapter = adapter_cls(name, account_config, _no_sink, web=web)
-            try:
-                async with asyncio.timeout(CHECK_TIMEOUT):
-                    found += await adapter.diagnose()
-            except TimeoutError:
-                found.append(Diagnosis.fail(f"{adapter.channel}: no answer within "
-                                            f"{CHECK_TIMEOUT:g}s", "check the network"))
+            found += await probe(f"{channel_type}:{name}",
+                                 _diagnose(config, channel_type, name, account_config, web),
+                                 CHECK_TIMEOUT,
+                                 f"check the network, and that accounts.{channel_type}.{name} "
+                                 f"points at {channel_type}'s API itself")
     if not config.accounts:
         found.append(Diagnosis.warn("accounts: none configured",
                                     "add one under accounts: (see docs/config.md)"))
     return found
 
 
+async def _diagnose(config: BridgeConfig, channel_type: str, name: str, account_config: Any,
+                    web: WebServer | None) -> list[Diagnosis]:  # fmt: skip
+    """One account checks itself, knowing its bindings (Discord looks at each bound channel)."""
+    adapter = registry.adapter_class(channel_type)(name, account_config, _no_sink, web=web)
+    adapter.use_bindings([b for b in config.bindings if b.channel == adapter.channel])
+    return await adapter.diagnose()
+
+
 async def _no_sink(_inbound: Any) -> None:
     """Doctor relays nothing; adapters are built only to check their accounts."""
 
 
-def _reason(exc: BaseException) -> str:
+def _reason(exc: BaseException, *, typed: bool = False) -> str:
+    """The exception in a few words, safe to print (no registered secret, nothing shaped like
+    one); `typed` keeps its class name, which is all a surprise has to go on."""
     if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
+        return redact(exc.strerror)
+    if typed:
+        return redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+    return redact(str(exc) or type(exc).__name__)

@@ -46,18 +46,28 @@ async def diagnose(account: str, config: TelegramAccountConfig) -> list[Diagnosi
         if warning := privacy_warning(bot, account):
             found.append(Diagnosis.warn(f"{channel}: privacy mode is on", warning))
         if config.mode == "polling":
-            found.append(await _webhook_check(bot, channel))
+            found.append(await _webhook_check(bot, account))
         return found
     finally:
         await bot.shutdown()
 
 
-async def _webhook_check(bot: Bot, channel: str) -> Diagnosis:
+async def _webhook_check(bot: Bot, account: str) -> Diagnosis:
     """Polling fails with 409 while a webhook is set for the token."""
+    channel = f"telegram:{account}"
     try:
         info = await bot.get_webhook_info()
     except TelegramError as exc:
         return Diagnosis.warn(f"{channel}: could not ask for the webhook ({redact(str(exc))})")
+    except (AttributeError, TypeError, ValueError, KeyError) as exc:
+        # PTB reads `result` as a WebhookInfo object without checking it is one: `true`, a
+        # list or an object without its fields (a proxy's answer) fail inside its parser.
+        return Diagnosis.fail(
+            f"{channel}: the Bot API answered getWebhookInfo with something that is not a "
+            f"webhook description ({type(exc).__name__}), so polling may not work",
+            f"check that accounts.telegram.{account}.api_base_url points at the Bot API "
+            "itself, not at something in between that rewrites its answers",
+        )
     if info.url:
         return Diagnosis.fail(
             f"{channel}: a webhook is set for this bot ({info.url}), so polling gets 409",

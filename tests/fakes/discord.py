@@ -157,6 +157,8 @@ class FakeDiscord:
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.outages: dict[str, Fault] = {}
+        self.odd_answers: dict[str, Any] = {}
+        """route -> the raw JSON body it answers instead, with 200 (see `answer_oddly`)."""
         self.echo_before_response = True
         self.answer_identify = True
         """False: IDENTIFY is never answered (a gateway that never gets ready)."""
@@ -240,6 +242,11 @@ class FakeDiscord:
     def drop_next(self, route: str) -> None:
         """Close the connection instead of answering the next call of `route`."""
         self.faults.append(Fault(route, drop=True))
+
+    def answer_oddly(self, route: str, body: Any) -> None:
+        """From now on answer `route` (with the right token) with this raw JSON body and 200
+        — what a proxy in between, or an API that changed, might say."""
+        self.odd_answers[route] = body
 
     def fail_always(self, route: str, *, status: int = 503, code: int = 0,
                     message: str = "Service Unavailable") -> None:  # fmt: skip
@@ -519,6 +526,8 @@ class FakeDiscord:
                     return _fault_response(fault)
             if auth and request.headers.get("Authorization") != f"Bot {self.token}":
                 return _json({"message": "401: Unauthorized", "code": 0}, 401)
+            if name in self.odd_answers:
+                return _json(self.odd_answers[name])
             return await handler(request, call)
 
         app.router.add_route(method, API + path, serve)

@@ -147,6 +147,8 @@ class FakeSlack:
         self.messages: dict[str, list[dict[str, Any]]] = defaultdict(list)
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
+        self.odd_answers: dict[str, Any] = {}
+        """method -> the raw JSON body it answers instead (see `answer_oddly`)."""
         self.deliveries: list[Delivery] = []
         self.acks: list[dict[str, Any]] = []
         self.responses: list[ResponsePost] = []
@@ -235,6 +237,11 @@ class FakeSlack:
 
     def fail(self, method: str, error: str, *, status: int = 200, times: int | None = None) -> None:
         self.faults.append(Fault(method, error, status, None, times))
+
+    def answer_oddly(self, method: str, body: Any) -> None:
+        """From now on answer `method` (with the right token) with this raw JSON body — what
+        a proxy in between, or a Web API that changed, might say."""
+        self.odd_answers[method] = body
 
     def recover(self, method: str) -> None:
         self.faults = [fault for fault in self.faults if fault.method != method]
@@ -505,6 +512,8 @@ class FakeSlack:
         expected = self.app_token if method == "apps.connections.open" else self.bot_token
         if token != expected:
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        if method in self.odd_answers:
+            return web.json_response(self.odd_answers[method])
         handler = _METHODS.get(method)
         if handler is None:
             return web.json_response({"ok": False, "error": "unknown_method"})

@@ -168,6 +168,8 @@ class FakeTelegram:
         self.forbidden: dict[tuple[str, int], str] = {}
         self.faults: list[Fault] = []
         self.outages: dict[str, Fault] = {}
+        self.odd_answers: dict[str, Any] = {}
+        """method -> the raw JSON body it answers instead (see `answer_oddly`)."""
         self.reject_html = False
         """Answer every HTML message with "can't parse entities", whatever its tags."""
         self.conflicts = 0
@@ -238,6 +240,11 @@ class FakeTelegram:
         parameters = {"retry_after": retry_after} if retry_after is not None else None
         for _ in range(times):
             self.faults.append(Fault(method, status, description, parameters, token=token))
+
+    def answer_oddly(self, method: str, body: Any) -> None:
+        """From now on answer `method` (for a known token) with this raw JSON body — what a
+        proxy in between, or a Bot API that changed, might say."""
+        self.odd_answers[method] = body
 
     def fail_always(self, method: str, *, status: int = 502, description: str = "Bad Gateway"
                     ) -> None:  # fmt: skip
@@ -426,6 +433,8 @@ class FakeTelegram:
         bot = self.bots.get(token)
         if bot is None:
             return _error(401, "Unauthorized")
+        if method in self.odd_answers:
+            return web.json_response(self.odd_answers[method])
         handler = getattr(self, f"_m_{method}", None)
         if handler is None:
             return _error(404, "Not Found")

@@ -158,3 +158,18 @@ async def test_an_invalid_config_lists_every_problem_and_stops_there(tmp_path: P
     assert any("store" in line for line in lines[1:]) and any("web.listen" in line
                                                               for line in lines[1:])
     assert not any("store " in line and "opened" in line for line in lines)
+
+
+async def test_an_odd_webhook_info_is_one_line_not_a_traceback(
+    tmp_path: Path, hub: Hub, platforms: tuple[FakeTelegram, FakeSlack]
+) -> None:
+    """Issue 31 item 7: the Bot API (or a proxy) answering getWebhookInfo with `true`."""
+    telegram, slack = platforms
+    telegram.answer_oddly("getWebhookInfo", {"ok": True, "result": True})
+    code, lines = await doctor(deployment(tmp_path, hub, telegram, slack))
+
+    assert code == 1
+    assert not any("Traceback" in line for line in lines), "\n".join(lines)
+    webhook = line_about(lines, "getWebhookInfo")
+    assert webhook.startswith("✗ telegram:main:") and "api_base_url" in webhook
+    assert line_about(lines, "slack:main: logged in").startswith("✓")  # the rest checked too
