@@ -36,7 +36,6 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.startup import Identity
-from bridge.web.bad_input import INPUT_ERRORS
 from bridge.web.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
@@ -118,6 +117,12 @@ def build_app(
     return app
 
 
+BOLT_READ_ERRORS = (KeyError, TypeError, AttributeError, IndexError, ValueError)
+"""What slack-bolt raises while it reads a signed payload of a shape it does not expect
+(`req.body.get(...)` on a list, `payload["actions"][0]` on an empty one). Inside Bolt they
+are the payload's fault; in our own code the same exceptions are bugs, and stay 500s."""
+
+
 def _unreadable_payload(refusals: RefusalLog) -> Callable[..., Any]:
     """Bolt's error handler: a payload Bolt's own middleware cannot read is 400.
 
@@ -135,7 +140,8 @@ def _unreadable_payload(refusals: RefusalLog) -> Callable[..., Any]:
             refusals.refused("Slack", f"a {request.body.get('type')!r} payload no listener "
                              "takes", 404)
             return None
-        if isinstance(error, INPUT_ERRORS) and response is not None and response.status >= 500:
+        if (isinstance(error, BOLT_READ_ERRORS) and response is not None
+                and response.status >= 500):
             problem = f"a payload Bolt cannot read ({type(error).__name__}: {error})"
             refusals.refused("Slack (a signed request)", problem, 400)
             return BoltResponse(status=400, body={"error": "invalid payload"})

@@ -24,6 +24,7 @@ from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp
 from slack_sdk.signature import SignatureVerifier
 
+from adapters.slack.bolt_app import BOLT_READ_ERRORS
 from bridge.web.bad_input import BadInput, parse_json
 from bridge.web.refusals import RefusalLog
 
@@ -71,7 +72,13 @@ class EventsRoute:
         if app is None:
             # Slack retries a request that fails, so nothing is lost while the account starts.
             return web.Response(status=503, text="not ready")
-        response = await app.async_dispatch(await to_bolt_request(request))
+        try:
+            response = await app.async_dispatch(await to_bolt_request(request))
+        except BOLT_READ_ERRORS as exc:
+            # Signed, and an object with a type, but shaped in a way Bolt's own matching
+            # cannot read (Slack itself never sends one): the sender's error, not ours.
+            return self._refuse(request, f"a signed payload Bolt cannot read "
+                                         f"({type(exc).__name__}: {str(exc)[:80]})", 400)
         return await to_aiohttp_response(response)
 
     def problem(self, request: web.Request, body: bytes) -> str | None:

@@ -34,11 +34,13 @@ MAX_JSON_DEPTH = 64
 
 INPUT_ERRORS: tuple[type[Exception], ...] = (
     ValueError,  # json, int(), UnicodeDecodeError, pydantic's ValidationError
-    TypeError, KeyError, IndexError, AttributeError,  # a field of the wrong type
     OverflowError,  # a number too large for a float
     RecursionError,  # a structure nested too deep for a recursive parser
 )
-"""What a parser raises on input it cannot read."""
+"""What a parser raises on input it cannot read. Not `TypeError`, `KeyError`,
+`AttributeError` or `IndexError`: those are what the server's own bugs raise, and a bug
+must stay a 500 with its traceback, not become a client's 400 logged once. An entry that
+reads fields of a client's structure checks them itself (and raises `BadInput`)."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
