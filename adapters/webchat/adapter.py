@@ -11,7 +11,7 @@ import asyncio
 import itertools
 import logging
 import secrets
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
 from aiohttp import web
@@ -126,7 +126,13 @@ class WebchatAdapter(Adapter):
         server.app.on_shutdown.append(self._close_sockets)
 
     def use_bindings(self, bindings: list[Binding]) -> None:
+        super().use_bindings(bindings)
         self.set_bound_rooms([binding.chat for binding in bindings])
+        self.chat.set_room_groups((binding.chat, binding.group) for binding in bindings)
+
+    def use_group_bots(self, group: str, names: Sequence[str]) -> None:
+        """The hub's bots of a bound group: no person may join its rooms under their names."""
+        self.chat.set_group_bots(group, names)
 
     def set_bound_rooms(self, rooms: Iterable[str] | None) -> None:
         """Tell the page which rooms are bound to a BCN group (others get a hint)."""

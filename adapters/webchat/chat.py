@@ -15,6 +15,7 @@ from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccount
 from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
 from adapters.webchat.visitors import Visitor, distinct_name
+from bridge.text.lookalike import skeleton
 
 try:
     from bridge.protocol import parse as parse_protocol
@@ -35,6 +36,19 @@ def clean_display_name(name: str, max_length: int) -> str:
     if len(cleaned) > max_length:
         raise FrameError("bad_name", f"display names are at most {max_length} characters")
     return cleaned
+
+
+def refuse_bot_name(name: str, bots: Iterable[str]) -> None:
+    """`FrameError` when `name` looks like one of `bots` (`skeleton`: case, accents,
+    invisible characters and look-alike letters from other alphabets do not count)."""
+    shape = skeleton(name)
+    for bot in bots:
+        if skeleton(bot) == shape:
+            raise FrameError(
+                "bot_name",
+                f"{bot} is a bot in this room; people cannot use its name (or one that looks "
+                "like it), so pick another display name",
+            )
 
 
 def protocol_of(text: str) -> dict[str, Any] | None:
@@ -58,6 +72,10 @@ class Webchat:
         self.rooms = RoomDirectory(config.history, config.max_rooms, config.history_bytes)
         self.bound_rooms: frozenset[str] | None = None
         """Rooms bound to a BCN group, when the bridge has said; the page hints at the rest."""
+        self.room_groups: dict[str, frozenset[str]] = {}
+        """room -> the BCN groups it is bound to (from the bindings)."""
+        self.group_bots: dict[str, tuple[str, ...]] = {}
+        """group -> its bots, as the hub last listed them (`set_group_bots`)."""
 
     def hello(self) -> dict[str, Any]:
         return {
@@ -77,6 +95,27 @@ class Webchat:
     def set_bound_rooms(self, rooms: Iterable[str] | None) -> None:
         self.bound_rooms = None if rooms is None else frozenset(rooms)
 
+    def set_room_groups(self, pairs: Iterable[tuple[str, str]]) -> None:
+        """Which BCN group each bound room reaches, as (room, group) pairs."""
+        groups: dict[str, set[str]] = {}
+        for room, group in pairs:
+            groups.setdefault(room, set()).add(group)
+        self.room_groups = {room: frozenset(found) for room, found in groups.items()}
+
+    def set_group_bots(self, group: str, names: Iterable[str]) -> None:
+        self.group_bots[group] = tuple(names)
+
+    def bot_names(self, room: Room | str) -> list[str]:
+        """Names no person may join `room` under: every bot of the groups it is bound to
+        (whether or not it has spoken yet), and any bot that posted in it lately."""
+        name = room if isinstance(room, str) else room.name
+        names = [bot for group in sorted(self.room_groups.get(name, ()))
+                 for bot in self.group_bots.get(group, ())]
+        shown = self.rooms.get(name) if isinstance(room, str) else room
+        if shown is not None:
+            names += shown.bot_names
+        return names
+
     def is_bound(self, room: str) -> bool | None:
         return None if self.bound_rooms is None else room in self.bound_rooms
 
@@ -91,8 +130,13 @@ class Webchat:
         visitor: Visitor,
     ) -> tuple[Room, str]:
         """Move `member` into a room (leaving `current` first); the room and the name it has
-        there, told apart from everyone else's in it (`distinct_name`)."""
+        there, told apart from everyone else's in it (`distinct_name`).
+
+        A name that looks like a bot's of this room is refused, not numbered: "Echo (2)"
+        would still read as the bot.
+        """
         self.check_room(room_name)
+        refuse_bot_name(name, self.bot_names(room_name))
         opened_by: tuple[str, ...] = ()
         if self.rooms.get(room_name) is None and not self._operators_room(room_name):
             self._check_rooms_of(visitor)
@@ -105,7 +149,7 @@ class Webchat:
             self.leave(member, current)
         others = [other.name for other in room.members
                   if other is not member and other.client_id != member.client_id]
-        shown = distinct_name(name, [*others, *room.bot_names], self.config.max_name_length)
+        shown = distinct_name(name, others, self.config.max_name_length)
         room.members.add(member)
         return room, shown
 

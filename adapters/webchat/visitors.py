@@ -9,8 +9,9 @@ signature is ignored and the page gets a fresh one. The signature key lives as l
 process: after a restart pages get new ids (the rooms, kept in memory, are new too).
 
 Display names are the person's own choice, but within a room they must be told apart: a
-second "Ada", or "Αda" with a Greek Alpha, or a person calling themself after a bot that
-speaks in the room, is shown as "Ada (2)".
+second "Ada", or "Αda" with a Greek Alpha, is shown as "Ada (2)". A bot's name (or one that
+looks like it) is not numbered but refused (`chat.refuse_bot_name`): "Echo (2)" would still
+read as the bot.
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ subclasses; the core asks `capabilities` before it calls them.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -159,6 +159,16 @@ class Adapter(ABC):
     def use_commands(self, commands: CommandNames) -> None:
         """The chat command words in use (for platforms with a native command menu)."""
         self.commands = commands
+
+    def use_group_bots(self, group: str, names: Sequence[str]) -> None:
+        """The bots of `group`, which some of this account's chats are bound to, as the hub
+        listed them just now (the relay says it again after every change, online or not).
+
+        The default ignores them. An adapter where people choose their own display names
+        (the webchat) keeps people from taking one of these, whether or not the bot has
+        spoken there yet.
+        """
+        return None
 
     def use_state(self, state: AccountState) -> None:
         """The store-backed records of this account (shared by every bridge instance)."""

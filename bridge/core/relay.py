@@ -266,8 +266,21 @@ class Relay:
         names = [str(p["name"]) for p in found]
         online = [str(p["name"]) for p in found if p.get("online")]
         await self.ctx.state.set_group_bots(group, names, online)
+        self._tell_adapters(group, names)
         self.events.publish("participants", group=group, names=names, online=online)
         self.spool.bots_changed()
+
+    def _tell_adapters(self, group: str, names: list[str]) -> None:
+        """Each account with a chat bound to `group` learns its bots (`use_group_bots`)."""
+        channels = {binding.channel for binding in self.ctx.bindings if binding.group == group}
+        for channel in sorted(channels):
+            adapter = self.ctx.adapters.get(channel)
+            if adapter is None:
+                continue
+            try:
+                adapter.use_group_bots(group, tuple(names))
+            except Exception:
+                log.exception("adapter %s could not take the bots of group %s", channel, group)
 
     # ------------------------------------------------------------------ timeouts
     async def _sweep_forever(self) -> None:

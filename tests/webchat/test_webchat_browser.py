@@ -238,3 +238,32 @@ async def test_messages_typed_while_offline_are_sent_once_back_online(chat, page
     inbound = await asyncio.wait_for(responder.received.get(), UI_WAIT_MS / 1000)
     assert inbound.text == "sent while offline"
     assert responder.received.empty()
+
+
+async def test_a_bots_name_is_refused_and_bots_wear_the_mark(chat, page, problems) -> None:
+    """Issue 31 item 7: the group's bot Rules has not spoken, yet its name is refused; its
+    messages carry the bot mark, and a person's never do."""
+    server, adapter, _ = chat
+    adapter.use_bindings([Binding(channel=adapter.channel, chat="lobby", group="demo")])
+    adapter.use_group_bots("demo", ["Rules"])
+    await page.goto(server.url + "/")
+    await page.get_by_label("Your name", exact=True).fill("Rul\u0435s")  # a Cyrillic е
+    await page.get_by_label("Room", exact=True).fill("lobby")
+    await page.get_by_role("button", name="Join").click()
+    await expect(page.locator("#join-error")).to_contain_text("Rules is a bot in this room")
+
+    await page.get_by_label("Your name", exact=True).fill("Ada")
+    await page.get_by_role("button", name="Join").click()
+    await expect(page.locator("#status")).to_have_text("connected")
+    composer = page.get_by_label("Message", exact=True)
+    await composer.fill("hello")
+    await composer.press("Enter")
+    binding = Binding(channel=adapter.channel, chat="lobby", group="demo")
+    await adapter.send(Outbound(binding=binding, conversation="c1", sender_label="Rules",
+                                text="<p>hi Ada</p>"))
+
+    bot = page.locator("li.from-bot").last
+    await expect(bot.locator(".bot-badge")).to_have_text("bot")
+    await expect(page.locator("li.from-human .bot-badge")).to_have_count(0)
+    await expect(page.locator("li.from-human .sender")).to_have_text("Ada")
+    assert problems == []

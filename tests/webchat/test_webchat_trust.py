@@ -119,7 +119,9 @@ async def test_a_second_ada_is_told_apart(connect, webchat) -> None:
 async def test_a_person_cannot_join_under_a_bot_name(connect, webchat) -> None:
     await webchat.adapter.send(webchat.outbound("I am the bot", sender_label="Rules"))
     person = await connect()
-    assert (await person.join("lobby", "Rules"))["name"] == "Rules (2)"
+    await person.send({"type": "join", "room": "lobby", "name": "Rules"})
+    refused = await person.expect("error")
+    assert refused["code"] == "bot_name" and "pick another display name" in refused["message"]
     elsewhere = await connect()
     assert (await elsewhere.join("kitchen", "Rules"))["name"] == "Rules"  # no Rules there
 

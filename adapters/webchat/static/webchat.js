@@ -205,7 +205,13 @@
       head.append(el("span", "sender system-sender", sender));
     } else {
       head.append(el("span", `sender ${colourClass(sender)}`, sender));
-      if (isBot) head.append(badge("bot", "bot-badge"));
+      // Only the server sets `is_bot` (a bot's reply through the bridge), never a page: the
+      // mark a person cannot get, whatever name they type.
+      if (isBot) {
+        const mark = badge("bot", "bot-badge");
+        mark.title = "A bot of this room's group (people cannot get this mark)";
+        head.append(mark);
+      }
     }
     const time = el("time", "time", shortTime(message.timestamp));
     if (message.timestamp) time.dateTime = message.timestamp;
