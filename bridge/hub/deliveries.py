@@ -16,7 +16,6 @@ a restart still has, and replays with the same `event_id` (`Outboxes.restore`).
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
@@ -66,7 +65,8 @@ class BindingOutbox:
         self._in_flight: dict[str, Connection] = {}
         self._wake = asyncio.Event()
         self._timer: asyncio.TimerHandle | None = None
-        self._turn = itertools.count()
+        self._owner: Connection | None = None
+        """The one link this binding's outputs go to while it lives (see `_send`)."""
         self._task = asyncio.create_task(self._run(), name=f"outbox-{binding_id}")
 
     def put(self, delivery: Delivery, *, save: bool = True) -> None:
@@ -135,6 +135,13 @@ class BindingOutbox:
     async def _send(self, event_id: str, delivery: Delivery, failed: set[Connection]) -> bool:
         """Put one output on the wire to a live link; False when no link can take it.
 
+        Every output of a binding goes to one link, its owner, for as long as that link
+        lives: a run's deltas and its final reach one bridge instance, which posts and edits
+        them in order. Handing them out in turn put one run's preview edits and its final on
+        two instances, each posting or editing on its own (a final edited back to a preview,
+        a final posted twice). When the owner drops (or its socket fails a send) the next
+        live link becomes the owner, and what was in flight goes to it.
+
         A link whose socket fails the send is skipped for the rest of this pass, and the
         output goes to another link at once rather than waiting for the next wake-up.
         """
@@ -143,7 +150,11 @@ class BindingOutbox:
                      if not conn.closed and conn not in failed]
             if not links:
                 return False
-            conn = links[next(self._turn) % len(links)]
+            if self._owner not in links:
+                if self._owner is not None:
+                    log.info("binding %s: its outputs move to another link", self.binding_id)
+                self._owner = links[0]
+            conn = self._owner
             self._in_flight[event_id] = conn
             try:
                 answer = await conn.send_request(

@@ -310,3 +310,33 @@ async def test_in_process_link_is_served_like_a_websocket_one(hub: Hub) -> None:
     assert conn.close_code == 1001
     with pytest.raises(ConnectionRefusedError):
         await hub.open_link()
+
+
+async def test_a_bindings_outputs_go_to_one_link_while_it_lives(
+    http: aiohttp.ClientSession, hub: Hub
+) -> None:
+    """Issue 32: one run's deltas and final went to two bridge instances in turn, each
+    posting or editing on its own. Now every output of a binding goes to one link, and to
+    the next one only when that link is gone."""
+    bot = await TestBot.connect(http, hub, name="Helper", protocol_version=3)
+    first = await TestLink.connect(http, hub, link_name="bridge-a")
+    second = await TestLink.connect(http, hub, link_name="bridge-b")
+    for run in ("run-1", "run-2"):
+        await first.inbound(f"stream {run}", f"m-{run}")
+        await next_item(bot.sends)
+        for word in ("alpha ", "beta ", "gamma"):
+            await bot.event(run, "delta", word)
+        await bot.final(run, "alpha beta gamma")
+    got = [await next_item(first.delivers) for _ in range(8)]
+    assert [(d["run_id"], d["kind"]) for d in got] == [
+        (run, kind) for run in ("run-1", "run-2")
+        for kind in ("delta", "delta", "delta", "final")]
+    assert await nothing_in(second.delivers)
+    await first.close()
+    await second.inbound("stream run-3", "m-run-3")
+    await next_item(bot.sends)
+    await bot.event("run-3", "delta", "after ")
+    await bot.final("run-3", "after the first link")
+    moved = [await next_item(second.delivers) for _ in range(2)]
+    assert [(d["run_id"], d["kind"]) for d in moved] == [("run-3", "delta"),
+                                                         ("run-3", "final")]
