@@ -10,14 +10,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from bridge.bcn import BcnError, Connection, Request
+from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
 from bridge.bcn.connection import SendQueue
 
 WAIT = 5.0
@@ -42,14 +43,17 @@ async def _answer(req: Request) -> dict[str, object]:
     return {"echo": req.params.get("value")}
 
 
-@pytest.fixture
-async def ends() -> AsyncIterator[Ends]:
+@asynccontextmanager
+async def _serve(wrap: Callable[[web.WebSocketResponse], object] = lambda ws: ws,
+                 ) -> AsyncIterator[Ends]:
+    """A real WebSocket on 127.0.0.1: the server's end a `Connection` over `wrap(ws)`."""
     ready: asyncio.Queue[Connection] = asyncio.Queue()
 
     async def handle(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
-        conn = Connection(ws, on_request=_answer, name="srv", request_timeout=WAIT)
+        conn = Connection(wrap(ws), on_request=_answer, name="srv",  # type: ignore[arg-type]
+                          request_timeout=60)
         await ready.put(conn)
         await conn.run()
         return ws
@@ -67,6 +71,12 @@ async def ends() -> AsyncIterator[Ends]:
         yield Ends(server, client)
         await client.close()
     await runner.cleanup()
+
+
+@pytest.fixture
+async def ends() -> AsyncIterator[Ends]:
+    async with _serve() as both:
+        yield both
 
 
 async def test_an_unsendable_frame_fails_alone_and_the_next_goes_out(
@@ -134,3 +144,60 @@ async def test_a_writer_that_fails_otherwise_closes_the_connection(ends: Ends) -
     assert message.type is aiohttp.WSMsgType.CLOSE
     assert message.data == aiohttp.WSCloseCode.INTERNAL_ERROR
     assert ends.server.closed
+
+
+class _FailingTransport:
+    """The server's real socket, whose transport fails once as a frame is written: what
+    aiohttp raises when the peer reset the connection (`ConnectionResetError`), or when it is
+    written to at the wrong moment (`RuntimeError`). Reading and the close frame go through
+    the real socket, so the peer can be told."""
+
+    def __init__(self, ws: web.WebSocketResponse, failure: Exception) -> None:
+        self._ws = ws
+        self._failure: Exception | None = failure
+
+    @property
+    def closed(self) -> bool:
+        return bool(self._ws.closed)
+
+    async def send_str(self, data: str, compress: int | None = None) -> None:
+        if self._failure is not None and "fail here" in data:
+            failure, self._failure = self._failure, None
+            raise failure
+        await self._ws.send_str(data)
+
+    async def receive(self, timeout: float | None = None) -> aiohttp.WSMessage:
+        return await self._ws.receive(timeout)
+
+    async def close(self, *, code: int = 1000, message: bytes = b"") -> bool:
+        return bool(await self._ws.close(code=code, message=message))
+
+
+@pytest.mark.parametrize("failure", [
+    pytest.param(ConnectionResetError("Cannot write to closing transport"), id="reset"),
+    pytest.param(RuntimeError("transport failed"), id="runtime"),
+])
+async def test_a_transport_failure_closes_the_socket_with_1011(
+    failure: Exception, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a frame that cannot be encoded but the socket failing under the writer: nothing
+    queued after it can go, so the connection ends and says so (1011), and the peer
+    reconnects at once. Before, the writer ended while the socket stayed open: the peer
+    talked on to a connection that never answered until its heartbeat noticed."""
+    caplog.set_level(logging.DEBUG, logger="bridge.bcn.connection")
+    async with _serve(lambda ws: _FailingTransport(ws, failure)) as ends:
+        server = ends.server
+        await server.send_event("first", {"text": "goes out"})
+        assert (await ends.received())["event"] == "first"
+        waiting = asyncio.create_task(server.request("ask", {"text": "fail here"}))
+        message = await ends.client.receive(timeout=WAIT)
+        assert message.type is aiohttp.WSMsgType.CLOSE
+        assert message.data == aiohttp.WSCloseCode.INTERNAL_ERROR
+        assert message.extra == "send failed"
+        with pytest.raises(ConnectionClosed):  # its caller hears at once, not in 60 s
+            await asyncio.wait_for(waiting, WAIT)
+        await asyncio.wait_for(server.wait_closed(), WAIT)
+        assert server.closed
+        with pytest.raises(ConnectionClosed):
+            await server.send_event("later", {})
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]  # no traceback
