@@ -14,6 +14,13 @@ leave the configured gateway behind, so when `gateway_url` is not Discord's own,
 (re)connection is pinned to it by wrapping `DiscordWebSocket.from_client`, the one function
 all connects and resumes go through (a resume keeps its session id and sequence).
 
+The JSON reader is the fourth: discord.py reads every gateway frame and REST answer with
+`discord.utils._from_json`, orjson's `loads` when it is installed, which refuses an escaped
+lone surrogate (`"\\ud800"`, valid JSON) — one such message ended the gateway until the bridge
+restarted. While a claim is held it is `bridge.fastjson.loads`, the JSON door of
+docs/text.md ("Valid Unicode"): orjson still reads valid text, a lone surrogate reads as
+U+FFFD.
+
 The attributes are process-global, so every Discord account of one process must use the same
 two addresses; `claim` refuses a second, different pair with a clear message. The last
 `release` puts discord.py back as it was.
@@ -24,15 +31,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import discord.utils
 import yarl
 from discord.gateway import DiscordWebSocket
 from discord.http import Route
 
 from adapters.discord.config import DISCORD_GATEWAY
+from bridge import fastjson
 
 _DISCORD_DEFAULTS = (Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY)
 _FROM_CLIENT = DiscordWebSocket.__dict__["from_client"]
 """The library's own classmethod object, kept to wrap and to restore."""
+_FROM_JSON = discord.utils._from_json
+"""The library's own JSON reader, kept to restore."""
 
 
 class EndpointConflict(RuntimeError):
@@ -76,6 +87,7 @@ def claim(api_base_url: str, gateway_url: str) -> None:
     if _claim is None:
         Route.BASE = api_base_url
         DiscordWebSocket.DEFAULT_GATEWAY = gateway_address(gateway_url)
+        discord.utils._from_json = fastjson.loads
         if gateway_url != DISCORD_GATEWAY:
             DiscordWebSocket.from_client = classmethod(_pinned_from_client)  # type: ignore[assignment,method-assign]
         _claim = _Claim(api_base_url, gateway_url)
@@ -93,3 +105,4 @@ def release() -> None:
     _claim = None
     Route.BASE, DiscordWebSocket.DEFAULT_GATEWAY = _DISCORD_DEFAULTS
     DiscordWebSocket.from_client = _FROM_CLIENT  # type: ignore[method-assign]
+    discord.utils._from_json = _FROM_JSON
