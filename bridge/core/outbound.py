@@ -149,7 +149,7 @@ class OutboundPipeline:
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
             return False
-        streamed = (await ctx.store.streams.take(run_id)
+        streamed = (await ctx.store.streams.take(run_id, ctx.clock())
                     if run_id and may_have_streamed(params) else "")
         if kind == "final" and not text:
             text = streamed

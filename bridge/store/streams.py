@@ -4,6 +4,12 @@ Deltas are increments. Two deliveries of one run may reach two bridge instances,
 before a crash and one after it, so each delta is kept under its `seq` and the text so far
 is the deltas in `seq` order: appending is idempotent (a replayed delta changes nothing) and
 no instance needs to have seen the earlier ones.
+
+A run ends once: `take` hands out its text and marks it ended, and a delta of an ended run
+is not kept (`append` returns ""). A delta can arrive after its run's final — retried after
+a refusal, or replayed to another instance after the one that posted the final died before
+acking it — and it must never show a preview again, or edit the finished reply back to it.
+The mark lives as long as a run's deltas would (it is pruned with them).
 """
 
 from __future__ import annotations
@@ -15,11 +21,12 @@ from datetime import datetime
 class StreamStore(ABC):
     @abstractmethod
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
-        """Keep delta `seq` of the run; return the run's text so far."""
+        """Keep delta `seq` of the run; return the run's text so far ("" once it ended)."""
 
     @abstractmethod
-    async def take(self, run_id: str) -> str:
-        """The run's whole streamed text, forgotten as it is returned (the run is over)."""
+    async def take(self, run_id: str, now: datetime) -> str:
+        """The run's whole streamed text, forgotten as it is returned; the run is marked
+        ended, so a late delta of it shows nothing."""
 
     @abstractmethod
     async def prune(self, before: datetime) -> int:

@@ -323,7 +323,7 @@ async def exercise(store: Store, lane: str = LANE) -> None:
     await store.pauses.all()
     await store.streams.append("run-1", 1, "Hel", T0)
     await store.streams.append("run-2", 1, "gone", T0)
-    await store.streams.take("run-2")
+    await store.streams.take("run-2", T0)
     await store.streams.prune(T0 - timedelta(days=1))
     lease = await store.leases.acquire("sweep", "me", ttl=30)
     assert lease is not None

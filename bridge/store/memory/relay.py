@@ -226,21 +226,27 @@ class MemoryLoopGuardStore(LoopGuardStore):
 class MemoryStreamStore(StreamStore):
     def __init__(self) -> None:
         self._runs: dict[str, tuple[dict[int, str], datetime]] = {}
+        self._ended: dict[str, datetime] = {}
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+        if run_id in self._ended:
+            return ""
         deltas = self._runs.get(run_id, ({}, now))[0]
         deltas.setdefault(seq, text)
         self._runs[run_id] = (deltas, now)
         return "".join(deltas[key] for key in sorted(deltas))
 
-    async def take(self, run_id: str) -> str:
+    async def take(self, run_id: str, now: datetime) -> str:
         deltas = self._runs.pop(run_id, ({}, None))[0]
+        self._ended[run_id] = now
         return "".join(deltas[key] for key in sorted(deltas))
 
     async def prune(self, before: datetime) -> int:
         old = [run for run, (_, at) in self._runs.items() if at < before]
         for run in old:
             del self._runs[run]
+        for run in [run for run, at in self._ended.items() if at < before]:
+            del self._ended[run]
         return len(old)
 
 

@@ -17,7 +17,14 @@ from bridge.store.redis.keys import RUN_TTL_MS
 from bridge.store.streams import StreamStore
 
 
+ENDED = "ended"
+"""The field that marks a run's hash as ended (`take`): its deltas are gone, a late one
+added after it is never shown."""
+
+
 def _text(deltas: Mapping[str, str]) -> str:
+    if ENDED in deltas:
+        return ""
     return "".join(deltas[seq] for seq in sorted(deltas, key=int))
 
 
@@ -34,12 +41,14 @@ class RedisStreamStore(RedisConcern, StreamStore):
             *_, deltas = await pipe.execute()
         return _text(deltas)
 
-    async def take(self, run_id: str) -> str:
+    async def take(self, run_id: str, now: datetime) -> str:
         key = self._keys.run(run_id)
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hgetall(key)
             pipe.delete(key)
-            pipe.zrem(self._keys.run_ages, run_id)
+            pipe.hset(key, ENDED, "1")
+            pipe.pexpire(key, RUN_TTL_MS)
+            pipe.zadd(self._keys.run_ages, {run_id: to_micros(now)})
             deltas, *_ = await pipe.execute()
         return _text(deltas)
 

@@ -400,6 +400,11 @@ class SqliteStreamStore(StreamStore):
     def __init__(self, db: sqlite3.Connection) -> None:
         self._db = db
 
+    """Deltas are rows of `run_deltas`; an ended run is one row with `seq` = `ENDED` (real
+    seqs start at 1), so the mark needs no table of its own and is pruned with the rest."""
+
+    ENDED = -1
+
     def _deltas(self, run_id: str) -> list[str]:
         rows = self._db.execute(
             "SELECT text FROM run_deltas WHERE run_id = ? ORDER BY seq", (run_id,)
@@ -411,18 +416,22 @@ class SqliteStreamStore(StreamStore):
 
     async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
         async with write_step(self._db, one_statement=True):
+            # One statement: the delta is kept only while the run has not ended.
             self._db.execute(
-                "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) VALUES (?, ?, ?, ?)",
-                (run_id, seq, text, to_micros(now)),
+                "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) SELECT ?, ?, ?, ?"
+                " WHERE NOT EXISTS (SELECT 1 FROM run_deltas WHERE run_id = ? AND seq = ?)",
+                (run_id, seq, text, to_micros(now), run_id, self.ENDED),
             )
-        return self._text(run_id)
+        return self._text(run_id)  # an ended run holds its mark alone: ""
 
-    async def take(self, run_id: str) -> str:
-        if not self._deltas(run_id):
-            return ""  # a run that did not stream (the common case): nothing to write
+    async def take(self, run_id: str, now: datetime) -> str:
         async with write_step(self._db):
             text = self._text(run_id)
             self._db.execute("DELETE FROM run_deltas WHERE run_id = ?", (run_id,))
+            self._db.execute(
+                "INSERT INTO run_deltas (run_id, seq, text, at) VALUES (?, ?, '', ?)",
+                (run_id, self.ENDED, to_micros(now)),
+            )
         return text
 
     async def prune(self, before: datetime) -> int:
