@@ -14,11 +14,39 @@ from typing import Any
 
 
 class SeenStore(ABC):
-    """Keys already handled (platform message ids, delivery event ids), for idempotency."""
+    """Keys already handled (platform message ids, delivery event ids), for idempotency.
+
+    A key is in one of three states: free, *claimed* (one instance is handling it now, until
+    its claim's TTL runs out) or *seen* (handled for good). `claim` is how an instance starts
+    on an inbound event: several instances sharing the store may be handed the same event (a
+    redelivery, a gateway replay), and a check (`has`) followed by a later `add` lets two of
+    them through between the two; one atomic claim lets exactly one through. Claims live
+    beside the seen keys, not in them, so `add`, `note` and every `once=` write that already
+    exist mark a claimed key seen unchanged — and a key seen is never claimable again.
+    """
 
     @abstractmethod
     async def add(self, key: str, now: datetime) -> bool:
-        """Remember `key`; True when it was new, False when it had been seen already."""
+        """Remember `key`; True when it was new, False when it had been seen already.
+
+        A claim on `key` does not make it seen: the claimant's own `add` is True. Once seen,
+        the claim no longer matters (no one can claim a seen key), so the claim is left to
+        expire rather than deleted here, which would cost every add a second write."""
+
+    @abstractmethod
+    async def claim(self, key: str, holder: str, now: datetime, ttl: float) -> bool:
+        """Take `key` for `holder` for `ttl` seconds, atomically across instances; True if
+        taken. False when it was seen already, or is claimed by anyone (the holder itself
+        included: the same event handed to one instance twice at once runs once) whose
+        claim has not expired. An expired claim is free: its claimant died (kill -9) without
+        releasing it, and the platform's redelivery after the TTL must be handled by
+        someone. Memory and SQLite judge expiry by `now`; Redis by its own clock (PX), so
+        instances need not agree on the time."""
+
+    @abstractmethod
+    async def release(self, key: str, holder: str) -> None:
+        """Give up `holder`'s claim on `key` (its handling failed, so a redelivery may
+        retry at once); a claim of someone else's, or a seen key, is left as it is."""
 
     async def note(self, key: str, now: datetime) -> bool:
         """`add`, without waiting for the key to be durable (True when it was new): for a
@@ -40,7 +68,8 @@ class SeenStore(ABC):
 
     @abstractmethod
     async def prune(self, before: datetime) -> int:
-        """Forget keys first seen before the cut-off; returns how many."""
+        """Forget keys first seen before the cut-off; returns how many (claims that expired
+        before it go too, uncounted: a claim's TTL is minutes, the cut-off days)."""
 
 
 @dataclass(slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bridge.store.leases import Lease, LeaseStore, wall_clock
@@ -31,12 +31,30 @@ from bridge.store.streams import StreamStore
 class MemorySeenStore(SeenStore):
     def __init__(self) -> None:
         self._seen: dict[str, datetime] = {}
+        self._claims: dict[str, tuple[str, datetime]] = {}
+        """Claimed keys → (holder, when the claim expires)."""
 
     async def add(self, key: str, now: datetime) -> bool:
         if key in self._seen:
             return False
         self._seen[key] = now
+        # Seen for good: the claim says nothing more (dropping it here costs nothing).
+        self._claims.pop(key, None)
         return True
+
+    async def claim(self, key: str, holder: str, now: datetime, ttl: float) -> bool:
+        if key in self._seen:
+            return False
+        held = self._claims.get(key)
+        if held is not None and now < held[1]:
+            return False
+        self._claims[key] = (holder, now + timedelta(seconds=ttl))
+        return True
+
+    async def release(self, key: str, holder: str) -> None:
+        held = self._claims.get(key)
+        if held is not None and held[0] == holder:
+            del self._claims[key]
 
     async def has(self, key: str) -> bool:
         return key in self._seen
@@ -48,6 +66,8 @@ class MemorySeenStore(SeenStore):
         old = [key for key, at in self._seen.items() if at < before]
         for key in old:
             del self._seen[key]
+        for key in [key for key, (_, until) in self._claims.items() if until < before]:
+            del self._claims[key]
         return len(old)
 
 

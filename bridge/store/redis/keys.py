@@ -67,6 +67,10 @@ class Keys:
         """zset of seen keys by when they were first seen (µs)."""
         return self._key("seen")
 
+    def claim(self, key: str) -> str:
+        """string: the holder handling seen key `key` now. PX'd with the claim's TTL."""
+        return self._key("claim", key)
+
     @property
     def message_map(self) -> str:
         """hash key -> JSON value."""

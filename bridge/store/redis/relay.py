@@ -20,6 +20,7 @@ from bridge.store.redis.codec import (
 )
 from bridge.store.redis.concern import RedisConcern
 from bridge.store.redis.keys import Keys
+from bridge.store.redis.leases import ttl_ms
 from bridge.store.redis.queue import Queue
 from bridge.store.redis.scripts import Scripts
 from bridge.store.relay import (
@@ -33,12 +34,24 @@ from bridge.store.relay import (
 
 
 class RedisSeenStore(RedisConcern, SeenStore):
-    """One zset: member = key, score = when it was first seen (µs)."""
+    """One zset: member = key, score = when it was first seen (µs); and one string per
+    claimed key holding its claimant, expiring (PX) with the claim, so nothing prunes it."""
 
     __slots__ = ()
 
     async def add(self, key: str, now: datetime) -> bool:
         return bool(await self._redis.zadd(self._keys.seen, {key: to_micros(now)}, nx=True))
+
+    async def claim(self, key: str, holder: str, now: datetime, ttl: float) -> bool:
+        # One script, one round trip: "not seen" and SET NX checked and written together.
+        claimed = await self._scripts.claim(
+            keys=[self._keys.seen, self._keys.claim(key)], args=[key, holder, ttl_ms(ttl)]
+        )
+        return bool(claimed)
+
+    async def release(self, key: str, holder: str) -> None:
+        # The leases' compare-and-delete: the claim goes only if `holder` still has it.
+        await self._scripts.release(keys=[self._keys.claim(key)], args=[holder])
 
     async def has(self, key: str) -> bool:
         return await self._redis.zscore(self._keys.seen, key) is not None

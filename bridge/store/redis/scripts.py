@@ -140,6 +140,15 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) 
 return 0
 """
 
+CLAIM = """
+-- KEYS: the seen zset, the key's claim (string: its holder, expiring with the claim).
+-- ARGV: the seen key, holder, TTL ms. 1 if claimed; 0 if seen, or claimed by anyone (the
+-- same holder too) and not expired yet: PX ends a dead claimant's claim on Redis's clock.
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
+return 0
+"""
+
 COUNT = """
 -- KEYS: count hashes (status -> n). ARGV: a status, 1 or -1.
 -- Counts the status up or down in each; a count down to 0 leaves its hash (an empty hash
@@ -174,6 +183,7 @@ class Scripts:
     take_over: AsyncScript
     count: AsyncScript
     forget_unpaused: AsyncScript
+    claim: AsyncScript
 
     @classmethod
     def register(cls, redis: Redis) -> Scripts:
@@ -189,4 +199,5 @@ class Scripts:
             take_over=redis.register_script(TAKE_OVER),
             count=redis.register_script(COUNT),
             forget_unpaused=redis.register_script(FORGET_UNPAUSED),
+            claim=redis.register_script(CLAIM),
         )

@@ -210,6 +210,15 @@ MIGRATIONS: tuple[Migration, ...] = (
             " at INTEGER NOT NULL) WITHOUT ROWID",
         ),
     ),
+    Migration(
+        11,
+        "claims on inbound events: which instance handles a key now, until when",
+        (
+            # Beside seen_keys, not in it: every write that marks a key seen stays as it is.
+            "CREATE TABLE seen_claims (key TEXT PRIMARY KEY, holder TEXT NOT NULL,"
+            " until INTEGER NOT NULL) WITHOUT ROWID",
+        ),
+    ),
 )
 
 

@@ -52,6 +52,19 @@ class SqliteSeenStore(SeenStore):
                             (key, to_micros(now)))
         return cursor.rowcount == 1
 
+    async def claim(self, key: str, holder: str, now: datetime, ttl: float) -> bool:
+        # One statement, written without waiting for its commit: until that commit this
+        # connection holds the file's write lock, so another process's claim of the key
+        # waits for it and then finds the row; a crash before it loses only a claim, which
+        # lets the redelivery through sooner — what an expired claim does anyway.
+        at = to_micros(now)
+        cursor = write_soon(self._db, _CLAIM, (key, holder, at + round(ttl * 1_000_000), at))
+        return cursor.rowcount == 1
+
+    async def release(self, key: str, holder: str) -> None:
+        write_soon(self._db, "DELETE FROM seen_claims WHERE key = ? AND holder = ?",
+                   (key, holder))
+
     async def has(self, key: str) -> bool:
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
         return row is not None
@@ -63,11 +76,28 @@ class SqliteSeenStore(SeenStore):
         return {key: from_micros(at) for key, at in rows}
 
     async def prune(self, before: datetime) -> int:
-        async with write_step(self._db, one_statement=True):
+        async with write_step(self._db):
             cursor = self._db.execute(
                 "DELETE FROM seen_keys WHERE seen_at < ?", (to_micros(before),)
             )
+            # A claim on a seen key says nothing more, and `add` leaves it (one write per
+            # message, not two): housekeeping clears those and the long expired ones.
+            self._db.execute(
+                "DELETE FROM seen_claims WHERE until < ?"
+                " OR EXISTS (SELECT 1 FROM seen_keys WHERE seen_keys.key = seen_claims.key)",
+                (to_micros(before),),
+            )
         return cursor.rowcount
+
+
+_CLAIM = (
+    "INSERT INTO seen_claims (key, holder, until)"
+    " SELECT ?1, ?2, ?3 WHERE NOT EXISTS (SELECT 1 FROM seen_keys WHERE key = ?1)"
+    " ON CONFLICT (key) DO UPDATE SET holder = excluded.holder, until = excluded.until"
+    " WHERE seen_claims.until <= ?4"
+)
+"""Take a key unless it is seen, or claimed by anyone until after `now` (?4): a new row,
+or an expired claim's row taken over; either changes one row, a refusal none."""
 
 
 _POINT_LOOKUPS = {
