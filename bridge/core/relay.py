@@ -93,6 +93,8 @@ class Relay:
         self._refreshing: dict[str, asyncio.Future[None]] = {}
         self._refresh_again: set[str] = set()
         """Groups being listed, and those changed again meanwhile (see `_refresh_group`)."""
+        self._groups_told: set[str] = set()
+        """Groups whose bots the adapters were told from a listing of the hub (not the store)."""
         self.link = LinkClient(
             link, bindings, on_deliver=self._deliver, on_event=self._on_link_event,
             on_connected=self._on_link_up,
@@ -156,6 +158,7 @@ class Relay:
         await self.outbox.start()
         await self.spool.start()
         await self.link.start(wait=wait_for_link)
+        await self._tell_adapters_known_bots()
         for adapter in self.ctx.adapters.values():
             await start_adapter(adapter)
             adapter.started = True
@@ -270,8 +273,18 @@ class Relay:
         self.events.publish("participants", group=group, names=names, online=online)
         self.spool.bots_changed()
 
+    async def _tell_adapters_known_bots(self) -> None:
+        """Before the accounts start, the bots each group had when the hub last listed them:
+        a bridge started while the hub is away still knows them (the link lists them anew
+        once it is up)."""
+        for group in sorted({binding.group for binding in self.ctx.bindings}):
+            known = await self.ctx.state.group_bots(group)
+            if known.names and group not in self._groups_told:  # a fresh listing wins
+                self._tell_adapters(group, list(known.names))
+
     def _tell_adapters(self, group: str, names: list[str]) -> None:
         """Each account with a chat bound to `group` learns its bots (`use_group_bots`)."""
+        self._groups_told.add(group)
         channels = {binding.channel for binding in self.ctx.bindings if binding.group == group}
         for channel in sorted(channels):
             adapter = self.ctx.adapters.get(channel)

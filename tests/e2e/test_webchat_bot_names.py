@@ -10,12 +10,19 @@ sockets.
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 import pytest
 
+from adapters.webchat import WebchatAccount
+from bridge.app import BridgeApp
+from bridge.config.schema import BridgeConfig
+from bridge.core.relay_state import RelayState
 from bridge.demo import start_demo_bots
+from bridge.store import open_store
+from tests.support.bridge_process import free_port
 from tests.webchat.webchat_clients import ChatClient, open_client
 
 ANSWER_WAIT = 10.0
@@ -111,3 +118,31 @@ async def test_only_the_server_marks_a_message_as_a_bots(
     assert forged["sender"] == {"name": "Mallory", "is_bot": False}
     echo = await next_message_from(ada, "Echo")  # the bot Echo's reply to it
     assert echo["sender"] == {"name": "Echo", "is_bot": True}
+
+
+async def test_a_bridge_started_while_the_hub_is_away_still_knows_the_bots(
+    tmp_path: Any, http: aiohttp.ClientSession
+) -> None:
+    """The group's bots as the hub last listed them are kept in the store: a bridge that
+    starts while the hub is unreachable protects them from the start."""
+    store_url = f"sqlite:///{tmp_path / 'bridge.db'}"
+    store = await open_store(store_url)
+    await RelayState(store, lambda: datetime.now(UTC)).set_group_bots("demo", ["Echo"], [])
+    await store.close()
+    config = BridgeConfig.model_validate({
+        "bcn": {"url": f"ws://127.0.0.1:{free_port()}/ws/channel", "token": "link-token"},
+        "store": store_url,
+        "web": {"listen": "127.0.0.1:0"},
+        "bindings": [{"channel": "webchat:main", "chat": "lobby", "group": "demo"}],
+    }).model_copy(update={"accounts": {"webchat": {"main": WebchatAccount()}}})
+    app = BridgeApp(config)
+    await app.start()
+    try:
+        assert app.relay is not None and app.web is not None
+        assert not app.relay.link.connected  # nobody answers at the BCN's address
+        adapter = app.relay.ctx.adapters["webchat:main"]
+        client = await open_client(http, f"{app.web.url}{adapter.ws_path}")
+        error = await refused(client, "lobby", "ech\u043e")
+        assert error["code"] == "bot_name"
+    finally:
+        await app.stop()
