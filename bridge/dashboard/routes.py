@@ -39,6 +39,7 @@ from bridge.dashboard.views import Views
 from bridge.metrics import BridgeMetrics
 from bridge.web.bad_input import BadInput, read_json
 from bridge.web.origin import origin_refusal
+from bridge.web.refusals import RefusalLog
 from bridge.web.server import WebServer
 from bridge.web.status import BridgeStatus
 
@@ -86,6 +87,9 @@ class Dashboard:
         self.sessions = Sessions(config.token.get_secret_value(),
                                  lifetime=config.session_hours * 3600)
         self.throttle = LoginThrottle()
+        self._refusals = RefusalLog(log, "dashboard sign-in")
+        """Wrong tokens and unreadable forms: the first a warning, the rest at debug level
+        (docs/operations.md, "Bad requests to the HTTP entries")."""
         self.status = status
         self.clock = clock
         self.health = HealthWatch(status, clock)
@@ -216,18 +220,22 @@ class Dashboard:
         address = request.remote or "unknown"
         wait = self.throttle.blocked(address)
         if wait is not None:
-            log.warning("dashboard: sign-in refused for %s: too many wrong tokens", address)
+            self._refusals.refused(address, "too many wrong tokens", 429)
             response = self._login_page(
                 f"Too many wrong tokens; try again in {int(wait)} s.", status=429)
             response.headers["Retry-After"] = str(int(wait))
             return response
         if origin_refusal(request, None) is not None:
             return self._login_page("Sign in from this server's own page.", status=403)
-        form = await request.post()
+        try:
+            form = await request.post()
+        except (ValueError, LookupError) as exc:  # LookupError: a charset Python has no codec for
+            self._refusals.refused(address, f"an unreadable form ({type(exc).__name__})", 400)
+            return self._login_page("The sign-in form could not be read.", status=400)
         token, operator = form.get("token"), form.get("operator")
         if not isinstance(token, str) or not self.sessions.token_matches(token):
             self.throttle.failed(address)
-            log.warning("dashboard: wrong token from %s", address)
+            self._refusals.refused(address, "a wrong token", 401)
             return self._login_page("Wrong token.")
         session = self.sessions.issue(operator if isinstance(operator, str) else "")
         log.info("dashboard: %s signed in from %s", session.operator, address)

@@ -120,7 +120,7 @@ async def test_wrong_token_is_refused_and_logged_without_the_token(
             assert response.status == 401
             assert "Wrong token." in await response.text()
             assert COOKIE not in response.cookies
-    assert "wrong token from" in caplog.text
+    assert "dashboard sign-in refused a request from 127.0.0.1 with a wrong token" in caplog.text
     assert "guess-guess" not in caplog.text
 
 

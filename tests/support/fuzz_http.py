@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import aiohttp
+import yarl
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
@@ -95,13 +96,22 @@ async def post_each(
 ) -> Answers:
     """POST every (headers, body); `allowed` are 5xx statuses the entry may answer by design
     (503 "not ready"). A request is described by its headers and body's first 80 bytes."""
+    return await send_each(session, "POST", url, requests, allowed=allowed)
+
+
+async def send_each(
+    session: aiohttp.ClientSession, method: str, url: str | yarl.URL,
+    requests: Sequence[tuple[dict[str, str], bytes]], *, allowed: frozenset[int] = frozenset(),
+) -> Answers:
+    """`post_each` for any method (a GET may carry a body too) and any URL."""
     answers = Answers()
     for headers, body in requests:
-        async with session.post(url, data=body, headers=headers) as response:
+        async with session.request(method, url, data=body, headers=headers,
+                                   allow_redirects=False) as response:
             await response.read()
             status = response.status
         if status not in allowed:
-            answers.statuses.append((status, (headers, body[:80])))
+            answers.statuses.append((status, (method, str(url), headers, body[:80])))
     return answers
 
 
