@@ -278,12 +278,20 @@ class SlackAdapter(Adapter):
             return
         event_id = body.get("event_id")
         key = f"event:{event_id}" if isinstance(event_id, str) and event_id else None
-        if key is not None and await self.state.done_before(key):
+        if key is None:
+            await self._relay_event(event)
+            return
+        # Claimed, not looked up: Slack retries an event unacked for 3 s, possibly on another
+        # instance's socket while this one is still relaying it; one of them takes it.
+        if not await self.state.claim(key):
             log.debug("slack:%s dropping redelivered event %s", self.account, event_id)
             return
-        await self._relay_event(event)
-        if key is not None:
-            await self.state.done(key)  # only now: a crash before this gets it redelivered
+        try:
+            await self._relay_event(event)
+        except BaseException:
+            await self.state.unclaim(key)  # Slack's retry (or another instance) may redo it
+            raise
+        await self.state.done(key)  # only now: a crash before this gets it redelivered
 
     async def _relay_event(self, event: dict[str, Any]) -> None:
         if event.get("type") == "message":

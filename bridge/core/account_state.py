@@ -18,6 +18,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from bridge.core.claims import claim_event, release_quietly
 from bridge.core.instance import acquire_lease, instance_name
 from bridge.store.base import Store
 from bridge.store.leases import Lease
@@ -67,10 +68,6 @@ class AccountState:
         """True the first time any instance asks about `key`, False ever after."""
         return await self.store.seen.add(self._key(key), self.clock())
 
-    async def done_before(self, key: str) -> bool:
-        """Was `key` marked `done` (by any instance)? Asking marks nothing."""
-        return await self.store.seen.has(self._key(key))
-
     async def done_among(self, keys: list[str]) -> set[str]:
         """Which of `keys` were marked `done`: one store call per `DONE_AMONG_BATCH` keys,
         not one per key (a journal of a long outage holds thousands)."""
@@ -79,6 +76,18 @@ class AccountState:
             batch = {self._key(key): key for key in keys[start:start + DONE_AMONG_BATCH]}
             done.update(batch[stored] for stored in await self.store.seen.seen_at(list(batch)))
         return done
+
+    async def claim(self, key: str) -> bool:
+        """Take the event `key` for this instance before handling it: True to handle it,
+        False when it was handled already (by any instance). One atomic store step, where
+        asking whether it was done and then marking it `done` let two instances through
+        between the two; waits while another instance holds a live claim (see
+        `bridge.core.claims`)."""
+        return await claim_event(self.store.seen, self._key(key), self.holder)
+
+    async def unclaim(self, key: str) -> None:
+        """The handling of `key` failed: free its claim so a redelivery is handled now."""
+        await release_quietly(self.store.seen, self._key(key), self.holder)
 
     async def done(self, key: str) -> None:
         """Mark `key` handled — once the work is safe, so a crash before lets a redelivery

@@ -13,6 +13,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from bridge.core.binding import Binding
+from bridge.core.claims import claim_event, release_quietly
 from bridge.core.commands import Commands
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound
@@ -56,16 +57,35 @@ def dedupe_key(msg: Inbound) -> str:
 
 
 class InboundPipeline:
-    def __init__(self, ctx: RelayContext) -> None:
+    def __init__(self, ctx: RelayContext, holder: str = "bcn-bridge") -> None:
         self.ctx = ctx
+        self.holder = holder
+        """This instance, as its claims on inbound events name it (the relay's instance
+        name, which its leases use too)."""
         self.commands = Commands(ctx, self.route_protocol)
         self._handling: dict[str, bool] = {}
-        """Dedupe keys being handled now → whether the message was handed to the BCN yet."""
+        """Keys this process is handling now → whether the message was handed to the BCN yet
+        (then the hand-off marked its key seen, and nothing more needs writing). Not the
+        duplicate filter across instances, which is the claim in the store; only its first,
+        in-process look (see `handle`). Each entry goes when its handling ends."""
 
     async def handle(self, msg: Inbound) -> None:
-        """Relay one platform message; its dedupe key is remembered only once the message is
-        safe (with the hub, in the spool, or needing nothing more), so a crash before that
-        lets the platform's redelivery through instead of losing the message."""
+        """Relay one platform message, claiming it first so no two instances both handle it.
+
+        The claim (`seen.claim`, atomic in the store) replaces the old read of the seen key:
+        one store statement either way. Its key is marked seen only once the message is safe
+        (with the hub, in the spool, or needing nothing more); if handling fails the claim is
+        released, so the platform's redelivery is handled instead of lost, and a claimant
+        killed mid-handling frees it after `CLAIM_TTL`.
+
+        An adapter that never redelivers (`Capabilities.redelivers` false: the webchat) skips
+        the claim, and that is safe with several instances: such a platform hands each event
+        to exactly one process (a page's socket is connected to one instance, which gives the
+        message a fresh id and filters the page's resends in its room), so there is no second
+        instance to race; a repeat inside this process is caught by `_handling`, and one that
+        got through anyway is refused by the hub, whose idempotency key is the message id.
+        (A claim held by another instance makes this one wait, see `claim_event`: dropping
+        the event then would lose it if that instance was killed.)"""
         ctx = self.ctx
         adapter = ctx.adapters.get(msg.channel)
         capabilities = adapter.capabilities if adapter is not None else None
@@ -78,7 +98,12 @@ class InboundPipeline:
             return
         key = dedupe_key(msg)
         redelivers = capabilities is None or capabilities.redelivers
-        if key in self._handling or (redelivers and await ctx.store.seen.has(key)):
+        # Handled by this very process right now: a repeat, dropped without asking the store
+        # (the claim would refuse it, then wait for this process to finish).
+        claimed = key not in self._handling
+        if claimed and redelivers:
+            claimed = await claim_event(ctx.store.seen, key, self.holder)
+        if not claimed:
             log.debug("dropping duplicate %s", key)
             ctx.metrics.drop(msg.channel, "in", "duplicate")
             return
@@ -87,6 +112,10 @@ class InboundPipeline:
             await self._handle(msg)
             if not self._handling[key]:
                 await ctx.store.seen.add(key, ctx.clock())
+        except BaseException:
+            if redelivers:
+                await release_quietly(ctx.store.seen, key, self.holder)
+            raise
         finally:
             del self._handling[key]
 

@@ -136,7 +136,7 @@ class Relay:
             max_reply_chars=max_reply_chars,
             metrics=metrics,
         )
-        self.inbound = InboundPipeline(self.ctx)
+        self.inbound = InboundPipeline(self.ctx, holder=self.instance)
         self.outbound = OutboundPipeline(self.ctx)
         self.operator = Operator(self.ctx)
 
