@@ -54,6 +54,10 @@ ORPHAN_SCAN = 5.0
 """How often to look for queued lanes nobody works."""
 PENDING_BATCH = 50
 
+LAST_EDITS_KEPT = 10_000
+"""Most runs whose edit pacing one outbox remembers: one per run streaming now, with room for
+runs whose bot died before its final (the oldest is forgotten first)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Lane:
@@ -194,6 +198,8 @@ class Outbox:
         self._pending: dict[int, str] = {}
         """Item id → lane, for the items this instance knows are queued and not done."""
         self._last_edit: dict[str, float] = {}
+        """Run id → when its preview was last edited (edits are paced per run); an entry goes
+        when its run's final is handled, and at most `LAST_EDITS_KEPT` are kept."""
         self._idle = asyncio.Event()
         self._idle.set()
 
@@ -448,6 +454,8 @@ class Outbox:
         return False
 
     def _delivered(self, lane: Lane, item: OutboxItem) -> None:
+        if item.run_id and item.kind != OutboundKind.DELTA:
+            self._last_edit.pop(item.run_id, None)  # the run is over: no edits to pace
         # The lane named here too: an item posted at once (`post_now`) has no worker whose
         # log context would name it.
         log.debug("outbox: delivered %s output %d from %s", item.kind, item.id, item.sender_label,
@@ -512,6 +520,8 @@ class Outbox:
             stream.shown[index] = digest
             await self._save_stream(item.run_id, stream)
         self._last_edit[item.run_id] = loop.time()
+        if len(self._last_edit) > LAST_EDITS_KEPT:  # runs that never ended (a bot that died)
+            del self._last_edit[next(iter(self._last_edit))]
 
     async def _stream(self, run_id: str | None) -> StreamedMessages | None:
         if not run_id:

@@ -38,3 +38,17 @@ async def test_nothing_is_shown_or_edited_after_a_runs_final(start_system, order
         await relay.outbound.deliver(params)
     await relay.outbox.wait_idle()
     assert texts(system.chat.messages, "Echo") == ["alpha beta"]
+
+
+async def test_edit_pacing_is_forgotten_when_each_run_ends(start_system):
+    """Issue 32: the outbox kept one entry per streamed run for ever. The echo bot streams
+    by default; once each reply is final, nothing of its run is left in the process."""
+    system = await start_system()  # the example bots with their defaults: Echo streams
+    relay = system.app.relay
+    for n in range(5):
+        await system.chat_adapter.say("room", f"alpha beta gamma {n}")
+    # Each reply's final, not its last preview (which already shows the whole text).
+    await system.wait_for(lambda ms: len([m for m in ms if m.sender == "Echo"
+                                          and m.kind == "final"]) == 5)
+    await relay.outbox.wait_idle()  # the last final's bookkeeping after its edit
+    assert relay.outbox._last_edit == {}
