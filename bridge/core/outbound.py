@@ -11,7 +11,6 @@ that posts in process, posted (`Outbox.post_now`) — which is when the link ack
 from __future__ import annotations
 
 import logging
-import time
 from datetime import datetime
 from typing import Any
 
@@ -138,7 +137,7 @@ class OutboundPipeline:
                 return False
             seq = params.get("seq")
             if not isinstance(seq, int) or isinstance(seq, bool):
-                seq = time.monotonic_ns()  # a BCN that does not number deltas: arrival order
+                seq = None  # a BCN that does not number deltas: the store numbers them
             streamed = await ctx.store.streams.append(run_id, seq, text, ctx.clock())
             ctx.show_typing(lane)
             if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):

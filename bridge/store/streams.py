@@ -20,8 +20,13 @@ from datetime import datetime
 
 class StreamStore(ABC):
     @abstractmethod
-    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
-        """Keep delta `seq` of the run; return the run's text so far ("" once it ended)."""
+    async def append(self, run_id: str, seq: int | None, text: str, now: datetime) -> str:
+        """Keep delta `seq` of the run; return the run's text so far ("" once it ended).
+
+        `seq` None (a BCN that does not number a run's outputs): the store numbers the delta
+        after the run's others, atomically, so the order is the order the store took them
+        in — never a clock of whichever instance received them (clocks of two hosts cannot
+        be compared)."""
 
     @abstractmethod
     async def take(self, run_id: str, now: datetime) -> str:

@@ -460,3 +460,17 @@ async def test_a_finished_index_entry_without_its_record_does_not_stall_cleanup(
 async def test_a_lease_ttl_must_be_positive(redis_store: RedisStore) -> None:
     with pytest.raises(ValueError, match="positive number of seconds"):
         await redis_store.leases.acquire("x", "me", ttl=0)
+
+
+async def test_two_instances_numbering_one_runs_deltas_keep_every_delta(
+    two: tuple[RedisStore, RedisStore],
+) -> None:
+    """Deltas without a seq, appended at once through two stores on one Redis (two bridge
+    instances): each gets its own number, none overwrites another."""
+    first, second = two
+    words = [f"w{n} " for n in range(40)]
+    await asyncio.gather(*(
+        (first if n % 2 else second).streams.append("run-shared", None, word, T0)
+        for n, word in enumerate(words)))
+    text = await first.streams.take("run-shared", T0)
+    assert sorted(text.split()) == sorted(word.strip() for word in words)

@@ -40,3 +40,15 @@ async def test_a_late_delta_of_an_ended_run_shows_nothing(store: Store) -> None:
     # The marks go with the runs they end.
     await store.streams.prune(T0 + timedelta(hours=1))
     assert await store.streams.append("r1", 3, "again", T0 + timedelta(hours=2)) == "again"
+
+
+async def test_deltas_without_a_seq_are_numbered_by_the_store_in_arrival_order(
+    store: Store,
+) -> None:
+    """Issue 32: a BCN that gives no seq had its deltas ordered by one instance's
+    `time.monotonic_ns()`, which another host's cannot be compared with."""
+    assert await store.streams.append("r1", None, "alpha ", T0) == "alpha "
+    assert await store.streams.append("r1", None, "beta ", T0) == "alpha beta "
+    assert await store.streams.append("r1", None, "gamma", T0) == "alpha beta gamma"
+    assert await store.streams.take("r1", T0) == "alpha beta gamma"
+    assert await store.streams.append("r1", None, "late", T0) == ""

@@ -248,10 +248,12 @@ class MemoryStreamStore(StreamStore):
         self._runs: dict[str, tuple[dict[int, str], datetime]] = {}
         self._ended: dict[str, datetime] = {}
 
-    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+    async def append(self, run_id: str, seq: int | None, text: str, now: datetime) -> str:
         if run_id in self._ended:
             return ""
         deltas = self._runs.get(run_id, ({}, now))[0]
+        if seq is None:
+            seq = max(deltas, default=0) + 1
         deltas.setdefault(seq, text)
         self._runs[run_id] = (deltas, now)
         return "".join(deltas[key] for key in sorted(deltas))

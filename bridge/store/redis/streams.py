@@ -16,23 +16,27 @@ from bridge.store.redis.concern import RedisConcern
 from bridge.store.redis.keys import RUN_TTL_MS
 from bridge.store.streams import StreamStore
 
-
 ENDED = "ended"
 """The field that marks a run's hash as ended (`take`): its deltas are gone, a late one
 added after it is never shown."""
+NEXT_SEQ = "next"
+"""The counter that numbers the deltas of a run whose BCN gave them no `seq`."""
 
 
 def _text(deltas: Mapping[str, str]) -> str:
     if ENDED in deltas:
         return ""
-    return "".join(deltas[seq] for seq in sorted(deltas, key=int))
+    return "".join(deltas[seq] for seq in sorted(
+        (field for field in deltas if field != NEXT_SEQ), key=int))
 
 
 class RedisStreamStore(RedisConcern, StreamStore):
     __slots__ = ()
 
-    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+    async def append(self, run_id: str, seq: int | None, text: str, now: datetime) -> str:
         key = self._keys.run(run_id)
+        if seq is None:  # numbered by the store: one more round trip, only for such a BCN
+            seq = int(await self._redis.hincrby(key, NEXT_SEQ, 1))
         async with self._redis.pipeline(transaction=True) as pipe:
             pipe.hsetnx(key, str(int(seq)), text)
             pipe.pexpire(key, RUN_TTL_MS)

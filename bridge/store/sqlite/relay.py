@@ -444,13 +444,16 @@ class SqliteStreamStore(StreamStore):
     def _text(self, run_id: str) -> str:
         return "".join(self._deltas(run_id))
 
-    async def append(self, run_id: str, seq: int, text: str, now: datetime) -> str:
+    async def append(self, run_id: str, seq: int | None, text: str, now: datetime) -> str:
         async with write_step(self._db, one_statement=True):
-            # One statement: the delta is kept only while the run has not ended.
+            # One statement: the delta is kept only while the run has not ended; without a
+            # seq it is numbered after the run's others.
             self._db.execute(
-                "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) SELECT ?, ?, ?, ?"
+                "INSERT OR IGNORE INTO run_deltas (run_id, seq, text, at) SELECT ?,"
+                " COALESCE(?, (SELECT COALESCE(MAX(seq), 0) + 1 FROM run_deltas"
+                " WHERE run_id = ?)), ?, ?"
                 " WHERE NOT EXISTS (SELECT 1 FROM run_deltas WHERE run_id = ? AND seq = ?)",
-                (run_id, seq, text, to_micros(now), run_id, self.ENDED),
+                (run_id, seq, run_id, text, to_micros(now), run_id, self.ENDED),
             )
         return self._text(run_id)  # an ended run holds its mark alone: ""
 
