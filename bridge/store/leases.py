@@ -6,6 +6,10 @@ its TTL; if the holder dies (kill -9) the lease simply expires and another insta
 it. Every new grant carries a larger fencing token, so work a stale holder still tries to
 finish can be told apart from the new holder's (a store write can check the token).
 
+A write guarded by a lease takes the grant as `fence`: the store refuses it (`StaleLease`),
+in the same atomic step as the write, once a newer grant of that lease exists. Expiry alone
+does not refuse it: until someone else is granted the lease nobody else can be doing the work.
+
 Time is the store's business: memory and SQLite read the wall clock, Redis its own
 expiries, so instances need not agree on the time of day to within more than the TTL.
 """
@@ -23,6 +27,17 @@ class Lease:
     holder: str
     token: int
     """Fencing token: larger for every new grant of the same lease."""
+
+
+class StaleLease(Exception):
+    """A guarded write carried a fencing token older than its lease's newest grant: its
+    writer lost the lease (paused past the TTL, say) and another instance does the work now.
+    Nothing of the write was done."""
+
+    def __init__(self, fence: Lease, newest: int) -> None:
+        super().__init__(f"lease {fence.name}: token {fence.token} is stale (newest {newest})")
+        self.fence = fence
+        self.newest = newest
 
 
 class LeaseStore(ABC):

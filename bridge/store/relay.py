@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from bridge.store.leases import Lease
+
 
 class SeenStore(ABC):
     """Keys already handled (platform message ids, delivery event ids), for idempotency.
@@ -171,17 +173,23 @@ class OutboxStore(ABC):
         remember: Mapping[str, dict[str, Any]] | None = None,
         now: datetime | None = None,
         done: bool = False,
+        fence: Lease | None = None,
     ) -> None:
         """Part `index` of the item is on the platform as `message_id`.
 
         In the same transaction: `remember` (message-map records, e.g. which platform
         message the bridge posted) is written with time `now`, and with `done` the item
         leaves the queue — one write where a posted reply used to take three.
+
+        With `fence` (the lane lease the writer holds), nothing is written and `StaleLease`
+        is raised when a newer grant of that lease exists: a worker that lost its lane does
+        not mark parts its successor will post, nor end an item the successor is sending.
         """
 
     @abstractmethod
-    async def complete(self, item_id: int) -> None:
-        """The item is done (delivered, superseded or given up) and leaves the queue."""
+    async def complete(self, item_id: int, *, fence: Lease | None = None) -> None:
+        """The item is done (delivered, superseded or given up) and leaves the queue;
+        `fence` as for `record_part`."""
 
 
 @dataclass(slots=True)

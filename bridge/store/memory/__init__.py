@@ -23,11 +23,11 @@ class MemoryStore(Store):
         self.conversations = MemoryConversationStore()
         self.seen = MemorySeenStore()
         self.message_map = MemoryMessageMapStore()
-        self.outbox = MemoryOutboxStore(self.seen, self.message_map)
+        self.leases = MemoryLeaseStore()
+        self.outbox = MemoryOutboxStore(self.seen, self.message_map, self.leases)
         self.spool = MemorySpoolStore(self.seen)
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.streams = MemoryStreamStore()
-        self.leases = MemoryLeaseStore()
         self.pauses = MemoryPauseStore()
 
     async def close(self) -> None:

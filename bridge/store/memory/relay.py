@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bridge.store.leases import Lease, LeaseStore, wall_clock
+from bridge.store.leases import Lease, LeaseStore, StaleLease, wall_clock
 from bridge.store.loop_guard import (
     HeldLane,
     LaneGuard,
@@ -72,11 +72,22 @@ class MemorySeenStore(SeenStore):
 
 
 class MemoryOutboxStore(OutboxStore):
-    def __init__(self, seen: MemorySeenStore, message_map: MemoryMessageMapStore) -> None:
+    def __init__(
+        self,
+        seen: MemorySeenStore,
+        message_map: MemoryMessageMapStore,
+        leases: MemoryLeaseStore | None = None,
+    ) -> None:
         self._items: dict[int, OutboxItem] = {}
         self._next_id = 1
         self._seen = seen
         self._message_map = message_map
+        self._leases = leases
+        """Where fencing tokens are checked (the same store's leases)."""
+
+    def _check(self, fence: Lease | None) -> None:
+        if fence is not None and self._leases is not None:
+            self._leases.check(fence)
 
     async def append(
         self, item: OutboxItem, *, once: str | None = None, now: datetime | None = None
@@ -112,7 +123,9 @@ class MemoryOutboxStore(OutboxStore):
         remember: Mapping[str, dict[str, Any]] | None = None,
         now: datetime | None = None,
         done: bool = False,
+        fence: Lease | None = None,
     ) -> None:
+        self._check(fence)  # no await before the writes: checked and written atomically
         item = self._items.get(item_id)
         if item is not None:
             item.sent[index] = message_id
@@ -121,7 +134,8 @@ class MemoryOutboxStore(OutboxStore):
         if done:
             self._items.pop(item_id, None)
 
-    async def complete(self, item_id: int) -> None:
+    async def complete(self, item_id: int, *, fence: Lease | None = None) -> None:
+        self._check(fence)
         self._items.pop(item_id, None)
 
 
@@ -314,3 +328,9 @@ class MemoryLeaseStore(LeaseStore):
     async def holder(self, name: str) -> str | None:
         current = self._leases.get(name)
         return current[0] if current is not None and current[2] > wall_clock() else None
+
+    def check(self, fence: Lease) -> None:
+        """Raise `StaleLease` if `fence` is older than the lease's newest grant."""
+        newest = self._tokens.get(fence.name, 0)
+        if newest > fence.token:
+            raise StaleLease(fence, newest)

@@ -9,6 +9,7 @@ from typing import Any
 from redis.asyncio import Redis
 
 from bridge.fastjson import dumps, loads
+from bridge.store.leases import Lease
 from bridge.store.micros import from_micros, to_micros
 from bridge.store.redis.aging import prune_by_age
 from bridge.store.redis.codec import (
@@ -20,7 +21,7 @@ from bridge.store.redis.codec import (
 )
 from bridge.store.redis.concern import RedisConcern
 from bridge.store.redis.keys import Keys
-from bridge.store.redis.leases import ttl_ms
+from bridge.store.redis.leases import fenced_transaction, ttl_ms
 from bridge.store.redis.queue import Queue
 from bridge.store.redis.scripts import Scripts
 from bridge.store.relay import (
@@ -108,6 +109,7 @@ class RedisOutboxStore(RedisConcern, OutboxStore):
         remember: Mapping[str, dict[str, Any]] | None = None,
         now: datetime | None = None,
         done: bool = False,
+        fence: Lease | None = None,
     ) -> None:
         if not isinstance(index, int) or index < 0:
             raise IndexError(f"outbox item {item_id} has no part {index!r}")
@@ -116,7 +118,7 @@ class RedisOutboxStore(RedisConcern, OutboxStore):
         if done:
             head = await self._redis.lindex(self.queue.item_key(item_id), 0)
             lane = decode_queued_item([head], item_id).lane if head is not None else None
-        async with self._redis.pipeline(transaction=True) as pipe:
+        async with fenced_transaction(self._redis, self._keys, fence) as pipe:
             await self._scripts.record_part(
                 keys=[self.queue.item_key(item_id)],
                 args=[index + 1, encode_message_id(message_id)], client=pipe,
@@ -130,10 +132,12 @@ class RedisOutboxStore(RedisConcern, OutboxStore):
         if replies[0] == -1:
             raise IndexError(f"outbox item {item_id} has no part {index}")
 
-    async def complete(self, item_id: int) -> None:
+    async def complete(self, item_id: int, *, fence: Lease | None = None) -> None:
         head = await self._redis.lindex(self.queue.item_key(item_id), 0)
         lane = decode_queued_item([head], item_id).lane if head is not None else None
-        await self.queue.remove(item_id, group=lane)
+        async with fenced_transaction(self._redis, self._keys, fence) as pipe:
+            await self.queue.remove(item_id, group=lane, client=pipe)
+            await pipe.execute()
 
 
 class RedisSpoolStore(SpoolStore):

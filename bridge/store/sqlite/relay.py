@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bridge.fastjson import dumps, loads
-from bridge.store.leases import Lease, LeaseStore, wall_clock
+from bridge.store.leases import Lease, LeaseStore, StaleLease, wall_clock
 from bridge.store.loop_guard import (
     HeldLane,
     LaneGuard,
@@ -127,6 +127,16 @@ def _pending_query(by_lane: bool, limited: bool) -> str:
     )
 
 
+def _check_fence(db: sqlite3.Connection, fence: Lease | None) -> None:
+    """Inside a write step: `StaleLease` if a newer grant of the fence's lease exists (the
+    leases row keeps its token after an expiry or a release, so "newer" is never lost)."""
+    if fence is None:
+        return
+    row = db.execute("SELECT token FROM leases WHERE name = ?", (fence.name,)).fetchone()
+    if row is not None and row[0] > fence.token:
+        raise StaleLease(fence, int(row[0]))
+
+
 class SqliteOutboxStore(OutboxStore):
     __slots__ = ("_db",)
 
@@ -182,6 +192,7 @@ class SqliteOutboxStore(OutboxStore):
         remember: Mapping[str, dict[str, Any]] | None = None,
         now: datetime | None = None,
         done: bool = False,
+        fence: Lease | None = None,
     ) -> None:
         # A row per sent part, never a rewrite of the item's body: a reply of n parts costs
         # n small writes, not n rewrites of everything it says.
@@ -189,6 +200,7 @@ class SqliteOutboxStore(OutboxStore):
         if index < 0:
             raise IndexError(f"outbox item {item_id} has no part {index}")
         async with write_step(self._db):
+            _check_fence(self._db, fence)
             if done and self._db.execute(  # the common end: the item goes, its check with it
                 "DELETE FROM outbox WHERE id = ? AND json_array_length(body, '$.parts') > ?",
                 (item_id, index),
@@ -210,8 +222,9 @@ class SqliteOutboxStore(OutboxStore):
             for key, value in (remember or {}).items():
                 self._db.execute(_PUT_MAP, (key, dumps(value), at))
 
-    async def complete(self, item_id: int) -> None:
+    async def complete(self, item_id: int, *, fence: Lease | None = None) -> None:
         async with write_step(self._db):
+            _check_fence(self._db, fence)
             self._db.execute("DELETE FROM outbox WHERE id = ?", (item_id,))
             self._db.execute("DELETE FROM outbox_parts WHERE item_id = ?", (item_id,))
 
