@@ -27,12 +27,13 @@ from typing import Any, TypeVar
 from bridge.background import Background
 from bridge.core.adapter import Adapter, PermanentSendError, SendError
 from bridge.core.binding import Binding
-from bridge.core.instance import acquire_lease
+from bridge.core.lease_keeper import LeaseKeeper, LeaseLost
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
 from bridge.logs import set_log_context
 from bridge.metrics import BridgeMetrics
 from bridge.retry import Backoff
-from bridge.store.leases import Lease, LeaseStore
+from bridge.store.leases import Lease, LeaseStore, StaleLease
+from bridge.store.memory.relay import MemoryLeaseStore
 from bridge.store.relay import MessageMapStore, OutboxItem, OutboxStore
 
 log = logging.getLogger(__name__)
@@ -184,7 +185,8 @@ class Outbox:
         self.message_map = message_map
         self.resolve = resolve
         self.clock = clock
-        self.leases = leases
+        self.leases: LeaseStore = leases or MemoryLeaseStore()
+        """Lane leases; without a shared store, this instance's own (always granted)."""
         self.holder = holder
         self.sent_records = sent_records
         self.retry_initial = retry_initial
@@ -306,90 +308,69 @@ class Outbox:
             if lane not in self._working:
                 self._kick(lane)
 
-    async def _acquire(self, lane: str) -> Lease | None:
-        if self.leases is None:
-            return Lease(f"lane:{lane}", self.holder, 0)
-        return await acquire_lease(self.leases, f"lane:{lane}", self.holder, self.lease_ttl)
-
-    async def _release(self, lease: Lease) -> None:
-        if self.leases is not None and lease.token:
-            await self.leases.release(lease)
-
-    async def _keep(self, lease: Lease, worker: asyncio.Task[None]) -> None:
-        """Renew the lane lease well inside its TTL; stop the worker the moment it is lost."""
-        if self.leases is None or not lease.token:
-            return
-        while True:
-            await asyncio.sleep(self.lease_ttl / 3)
-            if not await self.leases.renew(lease, self.lease_ttl):
-                log.warning("outbox: lost the lease of %s; another instance sends it now",
-                            lease.name)
-                worker.cancel()
-                return
+    def _keeper(self, lane: str) -> LeaseKeeper:
+        return LeaseKeeper(self.leases, f"lane:{lane}", self.holder, ttl=self.lease_ttl,
+                           who=f"outbox {lane}")
 
     async def _work(self, lane_key: str) -> None:
-        wakeup = self._working[lane_key]
+        """One lane's worker: takes the lane lease, sends under it (`_send_lane`), lets go
+        when the lane stayed empty, and takes it again if items came meanwhile."""
         set_log_context(lane=lane_key)
-        lease: Lease | None = None
-        keeper: asyncio.Task[None] | None = None
         try:
             if self.resolve(Lane.from_key(lane_key)) is None:
                 # Not an account of this instance (one serves the webchat, say): leave the
                 # lane to the instance that has it instead of taking it and dropping its items.
                 self._forget([i for i, lane in self._pending.items() if lane == lane_key])
                 return
-            lease = await self._acquire(lane_key)
-            if lease is None:
-                # Another instance sends this lane; it reads our items from the store.
-                self._forget([i for i, lane in self._pending.items() if lane == lane_key])
-                return
-            worker = asyncio.current_task()
-            assert worker is not None
-            keeper = asyncio.create_task(self._keep(lease, worker))
-            lane = Lane.from_key(lane_key)
+            keeper = self._keeper(lane_key)
             while True:
-                # Cleared before the read: whatever this instance queues from here on sets
-                # it again, so an item that misses this read is never missed for good.
-                wakeup.clear()
-                # Two, to learn whether more waits behind this one: after a lone item with
-                # nothing queued here since, the worker lingers at once instead of reading
-                # the empty lane first (one read per item, not two). Another instance's
-                # items are found by the linger's poll, as on an idle lane.
-                batch = await self.store.pending(lane=lane_key, limit=2)
-                if batch:
-                    item = batch[0]
-                    self._pending[item.id] = lane_key
-                    finished = False
-                    try:
-                        finished = await self._handle(lane, item)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:
-                        log.exception("outbox: giving up on an item for %s", lane_key)
-                    if not finished:
-                        await self.store.complete(item.id)
-                    self._forget([item.id])
-                    if len(batch) > 1 or wakeup.is_set():
-                        continue
-                if await self._lingered(lane_key, wakeup):
-                    continue
-                await self._release(lease)
-                lease = None
+                if await keeper.acquire() is None:
+                    # Another instance sends this lane; it reads our items from the store.
+                    self._forget([i for i, lane in self._pending.items() if lane == lane_key])
+                    return
+                try:
+                    await keeper.run(lambda lease: self._send_lane(lane_key, lease))
+                except (LeaseLost, StaleLease):  # the second: taken between two renewals
+                    log.warning("outbox: lost the lease of %s; another instance sends it now",
+                                lane_key)
+                    return
                 # Queued while we let go, by an instance whose acquire we refused?
                 if not await self.store.pending(lane=lane_key, limit=1):
                     return
-                lease = await self._acquire(lane_key)
-                if lease is None:
-                    return
         finally:
-            if keeper is not None:
-                keeper.cancel()
-            if lease is not None:
-                try:
-                    await self._release(lease)
-                except Exception:  # shutting down with the store gone: it expires anyway
-                    log.debug("outbox: could not release %s", lease.name)
             del self._working[lane_key]
+
+    async def _send_lane(self, lane_key: str, lease: Lease) -> None:
+        """Send the lane's items in order while this instance holds its lease (`lease`, the
+        fence of every queue write); returns once the lane stayed empty for `linger`."""
+        wakeup = self._working[lane_key]
+        lane = Lane.from_key(lane_key)
+        while True:
+            # Cleared before the read: whatever this instance queues from here on sets
+            # it again, so an item that misses this read is never missed for good.
+            wakeup.clear()
+            # Two, to learn whether more waits behind this one: after a lone item with
+            # nothing queued here since, the worker lingers at once instead of reading
+            # the empty lane first (one read per item, not two). Another instance's
+            # items are found by the linger's poll, as on an idle lane.
+            batch = await self.store.pending(lane=lane_key, limit=2)
+            if batch:
+                item = batch[0]
+                self._pending[item.id] = lane_key
+                finished = False
+                try:
+                    finished = await self._handle(lane, item, lease)
+                except (asyncio.CancelledError, StaleLease):
+                    raise
+                except Exception:
+                    log.exception("outbox: giving up on an item for %s", lane_key)
+                if not finished:
+                    await self.store.complete(item.id, fence=lease)
+                self._forget([item.id])
+                if len(batch) > 1 or wakeup.is_set():
+                    continue
+            if not await self._lingered(lane_key, wakeup):
+                return
 
     async def _lingered(self, lane_key: str, wakeup: asyncio.Event) -> bool:
         """Keep the empty lane a little: True as soon as it may have work again."""
@@ -409,8 +390,9 @@ class Outbox:
         later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
         return any(other.run_id == item.run_id and other.id > item.id for other in later)
 
-    async def _handle(self, lane: Lane, item: OutboxItem) -> bool:
-        """Post (or finish posting) one item; True when that also took it off the queue."""
+    async def _handle(self, lane: Lane, item: OutboxItem, lease: Lease) -> bool:
+        """Post (or finish posting) one item; True when that also took it off the queue.
+        Its queue writes carry `lease`: a worker that lost the lane cannot mark them."""
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
@@ -443,7 +425,8 @@ class Outbox:
             # resumes after this part instead of posting it again.
             done = index == len(item.parts) - 1 and not leftovers
             await self.store.record_part(
-                item.id, index, ref.message_id, remember=records, now=self.clock(), done=done
+                item.id, index, ref.message_id, remember=records, now=self.clock(), done=done,
+                fence=lease,
             )
             if done:
                 self._delivered(lane, item)

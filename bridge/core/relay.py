@@ -23,7 +23,8 @@ from bridge.core.binding import Binding
 from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.events import RelayEvents
 from bridge.core.inbound import InboundPipeline, sent_key
-from bridge.core.instance import acquire_lease, instance_name
+from bridge.core.instance import instance_name
+from bridge.core.lease_keeper import LeaseKeeper
 from bridge.core.link import LinkClient, LinkSettings
 from bridge.core.model import Inbound, PlatformRef
 from bridge.core.operator import Operator
@@ -35,6 +36,7 @@ from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
 from bridge.logs import log_context, redact
 from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
+from bridge.store.leases import Lease
 from bridge.store.records import Conversation
 from bridge.store.relay import OutboxItem
 from bridge.tracking import Tracker
@@ -42,6 +44,8 @@ from bridge.tracking import Tracker
 log = logging.getLogger(__name__)
 
 HOUSEKEEPING_EVERY = 240
+SWEEP_LEASE_MIN = 30.0
+"""Seconds: the sweep lease's TTL is at least this, however short the interval."""
 """Sweeps between two housekeeping passes (an hour at the default 15 s sweep)."""
 
 
@@ -88,6 +92,7 @@ class Relay:
     ) -> None:
         self.metrics = metrics = metrics or BridgeMetrics()
         self.sweep_interval = sweep_interval
+        self._sweeps = 0
         self.retention = retention
         self._background = Background("relay")
         self._refreshing: dict[str, asyncio.Future[None]] = {}
@@ -297,20 +302,23 @@ class Relay:
 
     # ------------------------------------------------------------------ timeouts
     async def _sweep_forever(self) -> None:
-        """Timeouts and housekeeping, done by whichever instance holds the sweep lease."""
-        sweeps = 0
+        """Timeouts and housekeeping, done by whichever instance holds the sweep lease; the
+        others ask for it every interval. Its TTL is `max(3 × interval, 30 s)`: a sweep of
+        a large backlog may take a while, and a dead sweeper's timeouts wait that long."""
+        keeper = LeaseKeeper(
+            self.ctx.store.leases, "relay:sweep", self.instance,
+            ttl=max(3 * self.sweep_interval, SWEEP_LEASE_MIN),
+            standby_retry=self.sweep_interval, who="sweep",
+        )
+        await keeper.serve(self._sweep_while_held)
+
+    async def _sweep_while_held(self, _lease: Lease) -> None:
         while True:
             await asyncio.sleep(self.sweep_interval)
             try:
-                lease = await acquire_lease(
-                    self.ctx.store.leases, "relay:sweep", self.instance,
-                    max(3 * self.sweep_interval, 30.0),
-                )
-                if lease is None:
-                    continue  # another instance sweeps
-                sweeps += 1
+                self._sweeps += 1
                 await self.sweep_once()
-                if sweeps % HOUSEKEEPING_EVERY == 0:
+                if self._sweeps % HOUSEKEEPING_EVERY == 0:
                     await self.forget_old()
             except Exception:
                 log.exception("timeout sweep failed")

@@ -24,7 +24,7 @@ from typing import Any
 from bridge.background import Background
 from bridge.bcn import BcnError, ConnectionClosed
 from bridge.core.binding import Binding
-from bridge.core.instance import acquire_lease
+from bridge.core.lease_keeper import LeaseKeeper, LeaseLost
 from bridge.core.link import LinkClient
 from bridge.core.outbox import Lane
 from bridge.metrics import BridgeMetrics
@@ -192,20 +192,21 @@ class InboundSpool:
     async def drain(self) -> int:
         """Send waiting messages in order until none is left or the link drops — as the
         one instance holding the spool lease, so order holds across instances."""
-        lease = await acquire_lease(self.store.leases, "relay:spool", self.holder, SPOOL_LEASE)
-        if lease is None:
+        keeper = LeaseKeeper(self.store.leases, "relay:spool", self.holder, ttl=SPOOL_LEASE,
+                             who="spool")
+        if await keeper.acquire() is None:
             return 0  # another instance drains; it sees our entries in the store
         try:
-            return await self._drain(lease)
-        finally:
-            await self.store.leases.release(lease)
+            return await keeper.run(self._drain)
+        except LeaseLost:
+            log.warning("spool: lost the spool lease; another instance sends the rest")
+            return 0
 
-    async def _drain(self, lease: Lease) -> int:
+    async def _drain(self, _lease: Lease) -> int:
+        """The drain itself, while the keeper holds the spool lease (and stops this first
+        when it can no longer be sure it does)."""
         sent = 0
         while True:
-            if sent and not await self.store.leases.renew(lease, SPOOL_LEASE):
-                log.warning("spool: lost the spool lease; another instance sends the rest")
-                return sent
             entries = await self.store.spool.pending(DRAIN_BATCH)
             if not entries:
                 self._backlog = False
