@@ -37,8 +37,8 @@ from bridge.core.account_state import AccountState
 log = logging.getLogger(__name__)
 
 SYNC_LEASE_TTL = 120.0
-"""Longer than one sync may take (a PUT, and discord.py's waits on its 429s up to
-`max_ratelimit_timeout`), so it is never renewed; a sync outliving it may only repeat."""
+"""Renewed while a sync runs (a PUT, and discord.py's waits on its 429s up to
+`max_ratelimit_timeout`); how long an instance that died mid-sync delays the next one."""
 SYNC_RETRY = 2.0
 
 INTERACTION_LIFETIME = timedelta(minutes=15)
@@ -125,9 +125,9 @@ class CommandSync:
 
     async def sync_once(self, guild: discord.abc.Snowflake) -> bool:
         """`sync_if_changed` under the server's lease, waiting while another instance holds it."""
-        async with under_lease(self.state, f"command-sync:{guild.id}", ttl=SYNC_LEASE_TTL,
-                               retry=SYNC_RETRY):
-            return await self.sync_if_changed(guild)
+        return await under_lease(self.state, f"command-sync:{guild.id}",
+                                 lambda: self.sync_if_changed(guild), ttl=SYNC_LEASE_TTL,
+                                 retry=SYNC_RETRY)
 
     async def sync_if_changed(self, guild: discord.abc.Snowflake) -> bool:
         """PUT the guild's commands unless the store says Discord has exactly these."""

@@ -2,13 +2,14 @@
 
 Discord delivers every event of a shard to every session open on it: two instances
 connected to one shard would both relay each message. So each shard's gateway runs under a
-lease in the shared store (`gateway:<id>/<count>`): its holder connects and renews the
-lease every TTL/3; the others stand by, asking again every `STANDBY_RETRY` seconds, and
-take over when the lease is free — at once after an orderly stop (the lease is released),
-at once when the holder was a process of this host that died (`acquire_lease`), and within
-`GATEWAY_LEASE_TTL` + `STANDBY_RETRY` seconds after a holder on another host died. A holder
-that cannot renew (lost, or the store unreachable for a whole TTL) closes that gateway at
-once: a standby may already have opened its own.
+lease in the shared store (`gateway:<id>/<count>`), held by the core's `LeaseKeeper`: its
+holder connects and renews the lease every TTL/3; the others stand by, asking again every
+`STANDBY_RETRY` seconds, and take over when the lease is free — at once after an orderly
+stop (the lease is released), at once when the holder was a process of this host that died
+(`acquire_lease`), and within `GATEWAY_LEASE_TTL` + `STANDBY_RETRY` seconds after a holder
+on another host died. A holder whose lease is refused, or whose store stayed silent until
+the keeper's margin before the TTL, closes that gateway first and only then lets the lease
+go: a standby never opens its own while this one is open.
 
 The lease is renewed while the gateway is being opened too, so a slow READY cannot let it
 expire. A gateway that gives up on its own (a privileged intent switched off) is reported
@@ -43,12 +44,11 @@ class GatewayLease:
         self, state: AccountState, account: str, spec: ShardSpec, connect: Connect, *,
         ttl: float = GATEWAY_LEASE_TTL, standby_retry: float = STANDBY_RETRY,
     ) -> None:
-        self.state = state
         self.account = account
         self.spec = spec
         self.connect = connect
-        self.ttl = ttl
-        self.standby_retry = standby_retry
+        self.keeper = state.keeper(spec.lease_name, ttl, standby_retry=standby_retry,
+                                   who=self.who)
         self.shard: Shard | None = None
         """The open shard while this instance holds it."""
         self.first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -63,7 +63,7 @@ class GatewayLease:
     async def run(self) -> None:
         """Until cancelled (the adapter stops) or the gateway broke for good."""
         try:
-            await self._compete()
+            await self.keeper.serve(self._hold, on_standby=self._settle)
         except asyncio.CancelledError:
             self.first.cancel()  # nobody waits for a start that was called off
             raise
@@ -72,67 +72,24 @@ class GatewayLease:
                 self.first.set_exception(exc)  # start() re-raises it
             raise
 
-    async def _compete(self) -> None:
-        lease = await self._acquire()
-        told_standby = False
-        while True:
-            if lease is None:
-                self._settle()
-                if not told_standby:
-                    log.info("%s: another bridge instance runs this gateway; standing by",
-                             self.who)
-                    told_standby = True
-                await asyncio.sleep(self.standby_retry)
-                lease = await self._acquire()
-                continue
-            told_standby = False
-            if not await self._hold(lease):
-                return
-            lease = None
-
-    async def _acquire(self) -> Lease | None:
-        try:
-            return await self.state.lease(self.spec.lease_name, self.ttl)
-        except Exception as exc:  # the store is unreachable: stand by, ask again
-            log.warning("%s: could not ask the store for the gateway lease: %s", self.who, exc)
-            return None
-
-    async def _hold(self, lease: Lease) -> bool:
-        """Open the gateway and keep it while the lease lasts; False: stop competing."""
-        renewing = asyncio.create_task(self._renew_until_lost(lease), name=f"{self.who} lease")
-        opening = asyncio.create_task(self.connect(self.spec), name=f"{self.who} connect")
+    async def _hold(self, lease: Lease) -> None:
+        """The guarded work: open the gateway and keep it until it ends by itself (then
+        reported, and this instance stops competing for the shard) or the keeper stops it.
+        The keeper renews the lease while the gateway opens too, so a slow READY cannot let
+        it expire; the shard is closed here, before the keeper lets the lease go."""
         shard: Shard | None = None
-        release = True  # an orderly stop or a broken gateway hands the lease on at once
         try:
-            await asyncio.wait({opening, renewing}, return_when=asyncio.FIRST_COMPLETED)
-            if not opening.done():
-                release = False
-                log.warning("%s lost its gateway lease while connecting; standing by", self.who)
-                return True
-            if (failure := opening.exception()) is not None:
-                if not isinstance(failure, DiscordStartError):
-                    raise failure
-                self._report(failure)
-                return False
-            shard = self.shard = opening.result()
+            shard = self.shard = await self.connect(self.spec)
             self._settle()
             log.info("%s: this instance runs the gateway (lease %s)", self.who, lease.token)
-            await asyncio.wait({shard.ended, renewing}, return_when=asyncio.FIRST_COMPLETED)
-            if shard.ended.done():
-                self._report(shard.ended.result())
-                return False
-            release = False
-            log.warning("%s lost its gateway lease; closing the gateway", self.who)
-            return True
+            failure = await shard.ended
+        except DiscordStartError as exc:
+            failure = exc
         finally:
-            renewing.cancel()
-            opening.cancel()
-            await asyncio.gather(renewing, opening, return_exceptions=True)
             self.shard = None
             if shard is not None:
-                await shard.close()  # before the release: never two sessions relaying
-            if release:
-                await self._release(lease)
+                await shard.close()  # before the keeper lets go: never two sessions relaying
+        self._report(failure)
 
     def _settle(self, failure: DiscordStartError | None = None) -> None:
         if self.first.done():
@@ -150,24 +107,3 @@ class GatewayLease:
             return
         log.error("%s; this instance runs no gateway for shard %s until the bridge restarts",
                   failure, self.spec.name)
-
-    async def _renew_until_lost(self, lease: Lease) -> None:
-        """Returns once the lease is lost (or the store did not answer for a whole TTL)."""
-        loop = asyncio.get_running_loop()
-        renewed = loop.time()
-        while True:
-            await asyncio.sleep(self.ttl / 3)
-            try:
-                if not await self.state.renew(lease, self.ttl):
-                    return
-                renewed = loop.time()
-            except Exception as exc:  # the store is unreachable: the lease may be gone
-                log.warning("%s: could not renew the gateway lease: %s", self.who, exc)
-                if loop.time() - renewed >= self.ttl:
-                    return
-
-    async def _release(self, lease: Lease) -> None:
-        try:
-            await self.state.release(lease)
-        except Exception as exc:  # it expires by itself
-            log.warning("%s: could not release the gateway lease: %s", self.who, exc)

@@ -1,32 +1,29 @@
-"""Short jobs only one bridge instance may do at a time: wait for the lease, do, release.
+"""Short jobs only one bridge instance may do at a time: wait for the lease, do, let go.
 
 Registering a server's slash commands and finding or creating a channel's webhook take a
 few REST calls each; two instances doing them at once would register twice (Discord counts
-command creates per day) or create two webhooks. The lease is never renewed, so its TTL
-must outlast the job; an instance that died holding it delays the next one by that TTL at
-most (at once on the same host, see `acquire_lease`).
+command creates per day) or create two webhooks. The job runs under the core's
+`LeaseKeeper` like every other lease: renewed while it runs, so a slow Discord cannot let
+the lease pass mid-job, and stopped (`LeaseLost`) before the lease could pass if the store
+stays silent. An instance that died holding it delays the next one by the TTL at most (at
+once on the same host, see `acquire_lease`).
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from bridge.core.account_state import AccountState
 
+T = TypeVar("T")
 
-@asynccontextmanager
+
 async def under_lease(
-    state: AccountState, name: str, *, ttl: float, retry: float
-) -> AsyncIterator[None]:
-    """Hold the account's lease `name` for the block, waiting while another instance has it."""
-    while True:
-        lease = await state.lease(name, ttl)
-        if lease is not None:
-            break
-        await asyncio.sleep(retry)
-    try:
-        yield
-    finally:
-        await state.release(lease)
+    state: AccountState, name: str, job: Callable[[], Awaitable[T]], *, ttl: float,
+    retry: float,
+) -> T:
+    """Run `job` under the account's lease `name`, waiting while another instance has it."""
+    keeper = state.keeper(name, ttl, standby_retry=retry, who=f"{state.channel} {name}")
+    await keeper.wait_acquire()
+    return await keeper.run(lambda _lease: job())

@@ -124,9 +124,9 @@ class ChannelWebhooks:
         me = channel.guild.me  # None for a channel fetched over REST (no gateway here)
         if me is not None and not channel.permissions_for(me).manage_webhooks:
             raise _NoManageWebhooks
-        async with under_lease(self.state, f"webhook:{channel.id}", ttl=CREATE_LEASE_TTL,
-                               retry=CREATE_RETRY):
-            return await self._find_or_create_held(channel, me)
+        return await under_lease(self.state, f"webhook:{channel.id}",
+                                 lambda: self._find_or_create_held(channel, me),
+                                 ttl=CREATE_LEASE_TTL, retry=CREATE_RETRY)
 
     async def _find_or_create_held(
         self, channel: WebhookChannel, me: discord.Member | None

@@ -21,6 +21,7 @@ from typing import Any
 
 from bridge.background import Background
 from bridge.core.account_state import AccountState
+from bridge.store.leases import Lease
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +87,12 @@ class UpdateJournal:
 
 
 class PollLease:
-    """Starts polling while this instance holds the account's poll lease, stops when not."""
+    """Polls while this instance holds the account's poll lease, and only then.
+
+    The core's `LeaseKeeper` holds the lease: it rides out a short store outage, and when it
+    can no longer be sure of the lease it stops polling *before* the lease can pass to a
+    standby, so two pollers never overlap (Telegram would answer the second with 409).
+    """
 
     def __init__(
         self,
@@ -98,54 +104,48 @@ class PollLease:
         ttl: float = POLL_LEASE_TTL,
         standby_retry: float = STANDBY_RETRY,
     ) -> None:
-        self.state = state
         self.account = account
         self.start_polling = start_polling
         self.stop_polling = stop_polling
-        self.ttl = ttl
-        self.standby_retry = standby_retry
+        self.keeper = state.keeper("poll", ttl, standby_retry=standby_retry,
+                                   who=f"telegram:{account}")
         self.polling = False
+        self._first: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        """Settled after the first attempt: polling, or standing by."""
         self._background = Background(f"telegram:{account} poll lease")
 
     async def start(self) -> None:
-        """Poll at once when the lease is free (a single instance starts polling here)."""
-        lease = await self.state.lease("poll", self.ttl)
-        self._background.spawn(self._run(lease), name=f"telegram:{self.account}:poll-lease")
+        """Returns once this instance polls or stands by (a single instance polls here)."""
+        self._background.spawn(self._serve(), name=f"telegram:{self.account}:poll-lease")
+        await asyncio.shield(self._first)
 
     async def stop(self) -> None:
+        """Stop polling, then hand the lease to a standby at once (not after the TTL)."""
         await self._background.cancel_all()
 
-    async def _run(self, lease: Any) -> None:
-        told_standby = False
-        while True:
-            if lease is None:
-                if not told_standby:
-                    log.info("telegram:%s: another bridge instance polls this bot; standing by",
-                             self.account)
-                    told_standby = True
-                await asyncio.sleep(self.standby_retry)
-                lease = await self.state.lease("poll", self.ttl)
-                continue
-            told_standby = False
-            try:
-                await self.start_polling()
-                self.polling = True
-                log.info("telegram:%s polls (lease %s)", self.account, lease.token)
-                while True:
-                    await asyncio.sleep(self.ttl / 3)
-                    if not await self.state.renew(lease, self.ttl):
-                        log.warning("telegram:%s lost its poll lease; stopping polling",
-                                    self.account)
-                        break
-            except asyncio.CancelledError:
-                # An orderly stop: hand the token to a standby at once, not after the TTL.
-                await self._stop_polling()
-                await self.state.release(lease)
-                raise
-            await self._stop_polling()
-            lease = None
+    def _settle(self) -> None:
+        if not self._first.done():
+            self._first.set_result(None)
 
-    async def _stop_polling(self) -> None:
-        if self.polling:
+    async def _serve(self) -> None:
+        try:
+            await self.keeper.serve(self._poll, on_standby=self._settle)
+        except asyncio.CancelledError:
+            self._settle()
+            raise
+        except BaseException as exc:
+            if not self._first.done():
+                self._first.set_exception(exc)  # start() raises it
+            raise
+
+    async def _poll(self, lease: Lease) -> None:
+        """The guarded work: poll until the keeper stops it (stopping polling is its end)."""
+        try:
+            await self.start_polling()
+            self.polling = True
+            log.info("telegram:%s polls (lease %s)", self.account, lease.token)
+            self._settle()
+            await asyncio.Event().wait()
+        finally:
             self.polling = False
             await self.stop_polling()

@@ -19,9 +19,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bridge.core.claims import claim_event, release_quietly
-from bridge.core.instance import acquire_lease, instance_name
+from bridge.core.instance import instance_name
+from bridge.core.lease_keeper import LeaseKeeper
 from bridge.store.base import Store
-from bridge.store.leases import Lease
 
 DONE_AMONG_BATCH = 500
 """Keys asked about in one store call (SQLite binds each as a parameter)."""
@@ -94,13 +94,8 @@ class AccountState:
         through instead of losing it."""
         await self.store.seen.add(self._key(key), self.clock())
 
-    async def lease(self, name: str, ttl: float) -> Lease | None:
+    def keeper(self, name: str, ttl: float, **options: Any) -> LeaseKeeper:
         """Work only one bridge instance may do for this account (one poller per token, one
-        socket per app): the lease if this instance may do it now, else None."""
-        return await acquire_lease(self.store.leases, f"{self.channel}:{name}", self.holder, ttl)
-
-    async def renew(self, lease: Lease, ttl: float) -> bool:
-        return await self.store.leases.renew(lease, ttl)
-
-    async def release(self, lease: Lease) -> None:
-        await self.store.leases.release(lease)
+        gateway per shard): the account's lease `name`, held by the core's one keeper."""
+        return LeaseKeeper(self.store.leases, f"{self.channel}:{name}", self.holder, ttl=ttl,
+                           **options)
