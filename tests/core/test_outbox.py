@@ -298,3 +298,40 @@ async def test_a_lingering_wait_tells_a_real_wakeup_from_its_timer() -> None:
     assert wakeup.is_set()
     wakeup.set()
     assert await outbox_module._set_within(wakeup, 3600.0)  # set before the wait began
+
+
+class HeldPlatform(Platform):
+    """Posts only once `go` is set: the worker is inside a platform call meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.called = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def send(self, out: Outbound) -> PlatformRef:
+        self.called.set()
+        await self.go.wait()
+        return await super().send(out)
+
+
+async def test_a_lane_worker_whose_lease_passed_mid_post_cannot_mark_the_part(store) -> None:
+    """Paused inside a platform call past its TTL (a GC pause, say) while another instance
+    was granted the lane: the stale worker's write is refused by the fencing token, so the
+    new holder's view of the lane (the part still unsent) stays the truth."""
+    platform = HeldPlatform()
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock, leases=store.leases, holder="instance-a", linger=0)
+    await outbox.put(item("the reply"))
+    async with asyncio.timeout(10):
+        await platform.called.wait()
+    name = f"lane:{LANE.key}"
+    taken = await store.leases.take_over(name, "instance-a", "instance-b", ttl=60)
+    assert taken is not None
+    platform.go.set()
+    async with asyncio.timeout(10):
+        while LANE.key in outbox._working:  # the stale worker ends without marking
+            await asyncio.sleep(0.01)
+    [left] = await store.outbox.pending()
+    assert left.sent == [None] and platform.posted == ["the reply"]
+    assert await store.leases.holder(name) == "instance-b"
+    await outbox.stop()
