@@ -63,7 +63,10 @@ class GatewayLease:
     async def run(self) -> None:
         """Until cancelled (the adapter stops) or the gateway broke for good."""
         try:
-            await self.keeper.serve(self._hold, on_standby=self._settle)
+            await self.keeper.serve(
+                self._hold, on_standby=self._settle,
+                standing_by="another bridge instance runs this gateway; standing by",
+            )
         except asyncio.CancelledError:
             self.first.cancel()  # nobody waits for a start that was called off
             raise

@@ -129,7 +129,10 @@ class PollLease:
 
     async def _serve(self) -> None:
         try:
-            await self.keeper.serve(self._poll, on_standby=self._settle)
+            await self.keeper.serve(
+                self._poll, on_standby=self._settle,
+                standing_by="another bridge instance polls this bot; standing by",
+            )
         except asyncio.CancelledError:
             self._settle()
             raise

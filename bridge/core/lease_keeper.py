@@ -152,15 +152,17 @@ class LeaseKeeper:
         work: Callable[[Lease], Awaitable[T]],
         *,
         on_standby: Callable[[], None] | None = None,
+        standing_by: str | None = None,
     ) -> T:
         """Compete for the lease and `run` the work whenever it is ours, until the work
-        returns by itself. `on_standby` is called each time another instance has it."""
+        returns by itself. `on_standby` is called each time another instance has it;
+        `standing_by` is the line logged (once per standby) saying so, in the work's terms."""
         told = False
+        note = standing_by or f"another bridge instance holds {self.name}; standing by"
         while True:
             if await self.acquire() is None:
                 if not told:
-                    log.info("%s: another bridge instance holds %s; standing by",
-                             self.who, self.name)
+                    log.info("%s: %s", self.who, note)
                     told = True
                 if on_standby is not None:
                     on_standby()
