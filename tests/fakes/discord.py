@@ -151,6 +151,9 @@ class FakeDiscord:
         self.guilds: dict[int, FakeGuild] = {}
         self.messages: dict[int, dict[str, Any]] = {}
         self.posted: dict[int, Posted] = {}
+        self.versions: dict[int, list[str | None]] = {}
+        """message id -> every content a message posted over REST (as the bot or a webhook)
+        showed, oldest first; None once it was deleted."""
         self.webhooks: dict[int, FakeWebhook] = {}
         self.commands: dict[int, list[dict[str, Any]]] = {}
         self.interactions: dict[int, FakeInteraction] = {}
@@ -584,6 +587,7 @@ class FakeDiscord:
         data = self._message(channel_id, self.bot, body["content"], reply_to=replied,
                              allowed=body.get("allowed_mentions"),
                              author_member=self._guild_of(channel_id).members.get(BOT_ID))
+        self.versions[int(data["id"])] = [body["content"]]
         await self._deliver(data)
         return _json(data)
 
@@ -675,6 +679,7 @@ class FakeDiscord:
                   "discriminator": "0000", "bot": True, "global_name": None}
         data = self._message(target, author, body["content"], webhook_id=hook.id,
                              allowed=body.get("allowed_mentions"))
+        self.versions[int(data["id"])] = [body["content"]]
         await self._deliver(data)
         if call.query.get("wait") in ("1", "true", "True"):
             return _json(data)
@@ -859,6 +864,8 @@ class FakeDiscord:
         posted = self.posted[message_id]
         posted.content = content
         posted.edits += 1
+        if message_id in self.versions:
+            self.versions[message_id].append(content)
         posted.pinged = p.pings(content, allowed)
         if not posted.ephemeral:
             self.dispatch("MESSAGE_UPDATE", data, self._guild_of(posted.channel_id).id)
@@ -868,6 +875,8 @@ class FakeDiscord:
         message_id = int(data["id"])
         del self.messages[message_id]
         posted = self.posted.pop(message_id)
+        if message_id in self.versions:
+            self.versions[message_id].append(None)
         guild = self._guild_of(posted.channel_id)
         self.dispatch("MESSAGE_DELETE", {"id": str(message_id), "channel_id": data["channel_id"],
                                          "guild_id": str(guild.id)}, guild.id)

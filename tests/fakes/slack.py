@@ -145,11 +145,19 @@ class FakeSlack:
         self.add_user(self.bot_user_id, self.bot_name, is_bot=True)
         self.channels: dict[str, dict[str, Any]] = {}
         self.messages: dict[str, list[dict[str, Any]]] = defaultdict(list)
+        self.versions: dict[tuple[str, str], list[str | None]] = {}
+        """(channel, ts) -> every text a message the app posted showed, oldest first; None
+        once it was deleted."""
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
         self.odd_answers: dict[str, Any] = {}
         """method -> the raw JSON body it answers instead (see `answer_oddly`)."""
         self.deliveries: list[Delivery] = []
+        self.held: set[str] = set()
+        """Methods whose calls are held unanswered and not applied (see `hold`)."""
+        self.holding = 0
+        """Calls held right now."""
+        self._release = asyncio.Event()
         self.acks: list[dict[str, Any]] = []
         self.responses: list[ResponsePost] = []
         self.expired_responses = False
@@ -245,6 +253,18 @@ class FakeSlack:
 
     def recover(self, method: str) -> None:
         self.faults = [fault for fault in self.faults if fault.method != method]
+
+    def hold(self, method: str) -> None:
+        """Hold the next calls of `method` unanswered and not applied (a request still in
+        flight) until `release()`."""
+        self.held.add(method)
+        self._release.clear()
+
+    def release(self) -> None:
+        """Held calls fail with `service_unavailable` (nobody applied them, and Slack says to
+        try again); later calls go through again."""
+        self.held.clear()
+        self._release.set()
 
     # -- what the bridge did ---------------------------------------------------------------
 
@@ -504,6 +524,14 @@ class FakeSlack:
         token = authorization.removeprefix("Bearer ") if authorization else params.get("token")
         self.calls.append(Call(method, params, token))
         self._notify()
+        if method in self.held:
+            self.holding += 1
+            self._notify()
+            try:
+                await self._release.wait()
+            finally:
+                self.holding -= 1
+            return web.json_response({"ok": False, "error": "service_unavailable"}, status=503)
         fault = self._fault_for(method)
         if fault is not None:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after else {}
@@ -590,6 +618,7 @@ class FakeSlack:
         if params.get("thread_ts"):
             message["thread_ts"] = str(params["thread_ts"])
         self.messages[channel].append(message)
+        self.versions[(channel, message["ts"])] = [text]
         event = {**message, "channel": channel, "event_ts": message["ts"],
                  "channel_type": "channel"}
         await self._echo(event)
@@ -605,6 +634,7 @@ class FakeSlack:
         old = dict(message)
         stamp = self.next_ts()
         message.update(text=params["text"], edited={"user": self.bot_user_id, "ts": stamp})
+        self.versions.setdefault((channel, ts), []).append(params["text"])
         await self._echo(self._changed_event(channel, stamp, message, old))
         return {"ok": True, "channel": channel, "ts": ts, "text": params["text"]}
 
@@ -614,6 +644,7 @@ class FakeSlack:
         if message is None:
             return {"ok": False, "error": "message_not_found"}
         self.messages[channel].remove(message)
+        self.versions.setdefault((channel, ts), []).append(None)
         await self._echo(self._deleted_event(channel, message))
         return {"ok": True, "channel": channel, "ts": ts}
 

@@ -162,6 +162,9 @@ class FakeTelegram:
         self.chats: dict[int, dict[str, Any]] = {}
         self.messages: dict[tuple[int, int], dict[str, Any]] = {}
         self.message_owner: dict[tuple[int, int], str] = {}
+        self.versions: dict[tuple[int, int], list[str]] = {}
+        """(chat, message id) -> every text a bot-posted message showed, oldest first (its
+        edits as people saw them: a refused edit adds nothing)."""
         self.webhooks: dict[str, Webhook] = {}
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self.files: dict[str, bytes] = {}
@@ -534,6 +537,7 @@ class FakeTelegram:
             extra["thread_id"] = int(params["message_thread_id"])
         message = self.message(chat_id, bot.as_user(), text, **extra)
         self.message_owner[(chat_id, message["message_id"])] = bot.token
+        self.versions[(chat_id, message["message_id"])] = [text]
         return _ok(message)
 
     async def _m_editMessageText(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
@@ -554,6 +558,7 @@ class FakeTelegram:
             )
         edited = {**self.messages[key], "text": text, "edit_date": int(time.time())}
         self.messages[key] = edited
+        self.versions.setdefault(key, []).append(text)
         return _ok(edited)
 
     async def _m_getFile(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.discord import BOT_TOKEN, FakeDiscord
-from tests.faults.two_bridges import TwoBridges, bcn_section
+from tests.faults.rig import Bridges, bcn_section
 from tests.support.redis_server import prefixed
 
 pytestmark = pytest.mark.slow
@@ -71,7 +71,7 @@ async def test_kill_9_of_the_gateway_holder_mid_burst_loses_and_doubles_nothing(
     general = fake.add_channel(guild, "general")
     ada = fake.add_member(guild, "ada", global_name="Ada")
     loop = asyncio.get_running_loop()
-    async with prefixed(redis_server) as store, TwoBridges(
+    async with prefixed(redis_server) as store, Bridges(
         tmp_path, hosts, lambda name, port: bridge_config(fake, store, general, name, port)
     ) as rig:
         holder = await rig.first_saying(HOLDS_GATEWAY)

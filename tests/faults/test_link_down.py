@@ -18,7 +18,7 @@ import pytest
 
 from bridge.demo import start_demo_bots
 from tests.fakes.telegram import FakeTelegram, user
-from tests.faults.two_bridges import bcn_section, hub_config
+from tests.faults.rig import bcn_section, hub_config
 from tests.support.bridge_process import BridgeProcess, HubProcess, free_port, write_config
 
 pytestmark = pytest.mark.slow

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fakes.telegram import FakeTelegram, user
-from tests.faults.two_bridges import TwoBridges, bcn_section
+from tests.faults.rig import Bridges, bcn_section
 from tests.support.bridge_process import ServiceProcess
 from tests.support.redis_server import prefixed
 
@@ -80,7 +80,7 @@ async def kill_between_posts(fake: FakeTelegram, process: ServiceProcess) -> Non
     fake.release()
 
 
-async def answered_all(fake: FakeTelegram, rig: TwoBridges, killed: str) -> None:
+async def answered_all(fake: FakeTelegram, rig: Bridges, killed: str) -> None:
     """Wait for every burst message's answer; if that times out, say which are missing and
     show the bridges' and the hub's logs: a rare loss on a loaded machine is diagnosed from
     the one run that showed it."""
@@ -101,7 +101,7 @@ async def test_kill_9_of_the_polling_instance_mid_burst_loses_and_doubles_nothin
     """On one host the survivor sees the dead process is gone and takes over at once; on two
     hosts it cannot know and takes over when the dead one's leases expire."""
     # both instances, one store, nothing else in it
-    async with prefixed(redis_server) as store, TwoBridges(
+    async with prefixed(redis_server) as store, Bridges(
         tmp_path, hosts, lambda name, port: bridge_config(fake, store, name, port)
     ) as rig:
         polling = await rig.first_saying("telegram:main polls")

@@ -1,5 +1,6 @@
-"""The rig of the two-instance fault tests: a `bcn-bridge hub` process, the example bots, and
-two `bcn-bridge run` processes (`bridge-a`, `bridge-b`) sharing one store.
+"""The rig of the several-instance fault tests: a `bcn-bridge hub` process, the example bots
+(with their defaults: Echo streams word by word), and N `bcn-bridge run` processes
+(`bridge-a`, `bridge-b`, …) sharing one store.
 
 "two hosts" gives each bridge its own `BCN_BRIDGE_HOST`, so neither can tell that the other's
 process died (it must wait for the dead one's leases to expire); "one host" leaves them on
@@ -26,7 +27,6 @@ from tests.support.bridge_process import (
 )
 
 LINK_TOKEN = "link-token-for-the-fault-test"
-BRIDGES = ("bridge-a", "bridge-b")
 
 BridgeConfig = Callable[[str, int], dict[str, Any]]
 """The config of one bridge, from its name (also its link name) and the hub's port."""
@@ -45,13 +45,24 @@ def bcn_section(hub_port: int, name: str) -> dict[str, Any]:
     return {"url": f"ws://127.0.0.1:{hub_port}", "token": LINK_TOKEN, "link_name": name}
 
 
-class TwoBridges:
-    """`async with TwoBridges(...) as rig`: the hub, the bots and both bridges are running."""
+def bridge_names(count: int) -> list[str]:
+    return [f"bridge-{letter}" for letter in "abcdefgh"[:count]]
 
-    def __init__(self, tmp_path: Path, hosts: str, bridge_config: BridgeConfig) -> None:
+
+class Bridges:
+    """`async with Bridges(...) as rig`: the hub, the bots and `count` bridges are running.
+
+    `stream` is the example Echo bot's: True (its default, what users run) unless a test is
+    about something else and says why.
+    """
+
+    def __init__(self, tmp_path: Path, hosts: str, bridge_config: BridgeConfig, *,
+                 count: int = 2, stream: bool = True) -> None:  # fmt: skip
         self.tmp_path = tmp_path
         self.hosts = hosts
         self.bridge_config = bridge_config
+        self.names = bridge_names(count)
+        self.stream = stream
         self.hub_port = free_port()
         self.hub = HubProcess(write_config(tmp_path / "hub.yaml",
                                            hub_config(tmp_path, self.hub_port)))
@@ -59,12 +70,12 @@ class TwoBridges:
         self._configs: dict[str, Path] = {}
         self._bots: list[Any] = []
 
-    async def __aenter__(self) -> TwoBridges:
+    async def __aenter__(self) -> Bridges:
         try:
             await self.hub.start()
             self._bots = await start_demo_bots(f"ws://127.0.0.1:{self.hub_port}",
-                                               self.tmp_path, stream=False)
-            for name in BRIDGES:
+                                               self.tmp_path, stream=self.stream)
+            for name in self.names:
                 self._configs[name] = write_config(self.tmp_path / f"{name}.yaml",
                                                    self.bridge_config(name, self.hub_port))
                 self.instances[name] = self._launch(name)
@@ -99,6 +110,11 @@ class TwoBridges:
 
     def other(self, name: str) -> str:
         return next(other for other in self.instances if other != name)
+
+    def logs(self) -> str:
+        """Every bridge's log and the hub's, for a failure message."""
+        return "\n".join(f"--- {name} ---\n{process.log()}"
+                         for name, process in [*self.instances.items(), ("hub", self.hub)])
 
     async def close(self) -> None:
         for bot in self._bots:
