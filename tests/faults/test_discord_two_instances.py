@@ -1,7 +1,8 @@
 """Two `bcn-bridge run` instances, one Discord bot, one Redis: kill -9 of the gateway holder.
 
 Real processes all the way: a `bcn-bridge hub`, two bridges (each its own link name) sharing
-one Redis store, the example Echo bot, and the fake Discord in this process — which, like
+one Redis store, the example Echo bot with its defaults (it streams: previews edited into
+the final), and the fake Discord in this process — which, like
 Discord, would give every session on a shard every event, so only the gateway lease keeps
 the two bridges from relaying each message twice. A burst of human messages; the instance
 running the gateway is killed with SIGKILL part-way through; the other takes the shard over
