@@ -4,10 +4,11 @@
 Real processes all the way: a `bcn-bridge hub`, N bridges (each its own link name) sharing
 one Redis store, the example bots, and the platform's fake in this process — Telegram in
 polling mode, Slack in Socket Mode, Discord's gateway. A burst of 50 human messages, 50 ms
-apart; `random.Random(seed)` picks the victim, the message after which it dies and a jitter
-(the kill lands at the next post's door on Telegram and Slack: tests/faults/scenes.py says
-why). Once every message is answered the victim is started again and one more message sent.
-Then, from every text each bridge message showed (tests/faults/replies.py), per run:
+apart; `random.Random(draw)` (a numbered draw) picks the victim, the message after which it
+dies and a jitter (the kill lands at the next post's door on Telegram and Slack:
+tests/faults/scenes.py says why). Once every message is answered the victim is started
+again and one more message sent. Then, from every text each bridge message showed
+(tests/faults/replies.py), per run:
 
 - every human message has exactly one reply message (lost = none, doubled = more);
 - that message's visible text is the bot's final (the echo of the message);
@@ -15,10 +16,10 @@ Then, from every text each bridge message showed (tests/faults/replies.py), per 
 - nothing is edited after its final.
 
 Each run prints `lost= doubled= stray=` (`pytest -s`); notices (e.g. the hub's ping-pong
-guard, docs/hub.md) are printed, never taken for replies. Seeds: all 10 on Telegram with 2
+guard, docs/hub.md) are printed, never taken for replies. Draws: all 10 on Telegram with 2
 instances; to keep the fault suite within about four minutes on a 2-core machine (a run is
 about 12 s: four processes start, 50 messages, a restart), the other platforms and counts run
-one or two of them each, seeds chosen so each kills a different instance at a different
+one or two of them each, draws chosen so each kills a different instance at a different
 point (the test id names the run: repeat it with `-k`).
 """
 
@@ -43,17 +44,17 @@ ANSWERED_WITHIN = 90.0
 SETTLE = 0.5
 """After the last answer: room for a late edit or a repeated post to show up."""
 RUNS = [
-    *[("telegram", 2, seed) for seed in range(10)],
+    *[("telegram", 2, draw) for draw in range(10)],
     ("telegram", 3, 4),
     ("slack", 2, 4), ("slack", 2, 7), ("slack", 3, 0),
     ("discord", 2, 4), ("discord", 2, 7), ("discord", 3, 0),
 ]
 
 
-def burst_texts(seed: int) -> list[str]:
+def burst_texts(draw: int) -> list[str]:
     """Each unique, several words (so it streams in several deltas), none a prefix of
     another (so no preview of one can pass for another's final)."""
-    return [f"s{seed}m{n:02d} alpha beta gamma" for n in range(BURST)]
+    return [f"d{draw}m{n:02d} alpha beta gamma" for n in range(BURST)]
 
 
 def measure(scene: Scene, sent: list[str]) -> Tally:
@@ -69,17 +70,17 @@ async def answered(scene: Scene, sent: list[str], rig: Bridges, what: str) -> No
         print(f"\n{what}: not all answered within {ANSWERED_WITHIN}s")
 
 
-@pytest.mark.parametrize(("platform", "count", "seed"), RUNS,
-                         ids=[f"{p}-{c}-seed{s}" for p, c, s in RUNS])  # fmt: skip
+@pytest.mark.parametrize(("platform", "count", "draw"), RUNS,
+                         ids=[f"{p}-{c}-draw{d}" for p, c, d in RUNS])  # fmt: skip
 async def test_kill_9_of_a_random_instance_mid_burst_every_message_one_reply(
-    tmp_path: Path, platform: str, count: int, seed: int, redis_server: str
+    tmp_path: Path, platform: str, count: int, draw: int, redis_server: str
 ) -> None:
-    rng = random.Random(seed)
+    rng = random.Random(draw)
     victim_index = rng.randrange(count)
     kill_after = rng.randrange(5, BURST - 5)
     jitter = rng.uniform(0.0, 0.25)
-    texts = burst_texts(seed)
-    warm_up, sentinel = f"s{seed} before the burst", f"s{seed} after the restart"
+    texts = burst_texts(draw)
+    warm_up, sentinel = f"d{draw} before the burst", f"d{draw} after the restart"
     loop = asyncio.get_running_loop()
     async with SCENES[platform]() as scene, prefixed(redis_server) as store, Bridges(
         tmp_path, "one host", lambda name, port: scene.config(store, bcn_section(port, name)),
@@ -108,7 +109,7 @@ async def test_kill_9_of_a_random_instance_mid_burst_every_message_one_reply(
         await settle(SETTLE)
         result = measure(scene, [warm_up, *texts, sentinel])
         logs = rig.logs()
-    print(f"\n{platform} x{count} seed {seed}: kill -9 of {victim} after message {kill_after} "
+    print(f"\n{platform} x{count} draw {draw}: kill -9 of {victim} after message {kill_after} "
           f"({before} answered then); all answered {resumed_after:.1f} s after the kill; "
           f"{result.counts()}")
     assert result.clean, f"{result.details()}\n{logs}"
