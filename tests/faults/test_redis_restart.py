@@ -35,17 +35,9 @@ ANSWERED_WITHIN = 30.0
 SETTLE = 0.5
 
 
-SLACK_ACKS_UNRELAYED = (
-    "bug: SlackAdapter._work (adapters/slack/adapter.py) acks an event whose relay failed "
-    "(`slack:main could not relay a event: ConnectionError ...` while Redis is down), so "
-    "Slack never redelivers it: every message sent during the outage is lost (25 of 50 here: "
-    "r16..r40), none late"
-)
-
-
 @pytest.mark.parametrize("platform", [
     "telegram",
-    pytest.param("slack", marks=pytest.mark.xfail(strict=True, reason=SLACK_ACKS_UNRELAYED)),
+    "slack",
 ])
 async def test_redis_restarted_mid_burst_replies_late_but_none_lost_or_doubled(
     tmp_path: Path, platform: str
