@@ -206,7 +206,8 @@ class Dispatcher:
         )
         refused: list[str] = []
         deliveries = await self._deliver(session, decision, utterance, None, message.msg_id,
-                                         message.thread_id, refused=refused)
+                                         message.thread_id, refused=refused,
+                                         from_person=not message.channel.get("is_bot"))
         if not message.observe and not refused and not any(
             d["method"] == "chat.send" for d in deliveries
         ):
@@ -227,6 +228,7 @@ class Dispatcher:
         thread_id: str | None,
         task_id: str | None = None,
         refused: list[str] | None = None,
+        from_person: bool = False,
     ) -> list[dict[str, Any]]:
         """Send to every chosen online bot; answers are handled as they come back.
 
@@ -263,7 +265,8 @@ class Dispatcher:
                 if sending:
                     pending = PendingSend(bot_uuid, session, params["session_key"],
                                           source_msg_id, thread_id, answer, task_id,
-                                          send_key=params["idempotency_key"])
+                                          send_key=params["idempotency_key"],
+                                          answers_person=from_person)
                     self.state.runs.sent(pending)
                     answer.add_done_callback(
                         lambda _f, p=pending, name=bot.record.name: self._report_lost(p, name)
@@ -404,8 +407,12 @@ class Dispatcher:
         group = self.state.groups.get(session.group_id)
         if group is None:
             return
-        session.bot_turns += 1
         limit = self.state.config.max_bot_turns
+        if not run.answers_person:
+            # An answer to a person is no turn of bots talking among themselves: after a
+            # gap, a bot's answers to a dozen queued messages arrive in a row, and counting
+            # them told the chat "12 bot turns in a row without a human message".
+            session.bot_turns += 1
         if session.bot_turns > limit:
             if not session.guard_tripped:
                 session.guard_tripped = True

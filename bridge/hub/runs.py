@@ -56,6 +56,9 @@ class Run:
     orphaned_until: float | None = None
     """Set (loop time) while its bot has no live connection: the run ends with an error
     then, unless an event of the bot continues it first (`orphans.py`)."""
+    answers_person: bool = False
+    """A person's message started it: its final answers that person and is no bot turn of
+    the ping-pong guard (a run restored from `hub.db` counts, the safe side)."""
 
     @property
     def running(self) -> bool:
@@ -82,6 +85,8 @@ class PendingSend:
     """Why no run came of this delivery (the bot refused it, or reused a run id)."""
     send_key: str = ""
     """The delivery's `idempotency_key`."""
+    answers_person: bool = False
+    """The message it delivers is a person's (see `Run.answers_person`)."""
 
 
 class RunTable:
@@ -147,7 +152,8 @@ class RunTable:
             return None
         run = Run(pending.bot_uuid, run_id, pending.session, pending.session_key,
                   pending.source_msg_id, pending.thread_id, asyncio.get_running_loop().time(),
-                  task_id=pending.task_id, send_key=pending.send_key)
+                  task_id=pending.task_id, send_key=pending.send_key,
+                  answers_person=pending.answers_person)
         self._active[key] = run
         self.started += 1
         return run

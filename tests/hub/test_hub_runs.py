@@ -174,11 +174,32 @@ async def test_ping_pong_guard_stops_bot_loops(
     kinds = []
     while not kinds or kinds[-1] != "system":
         kinds.append((await next_item(link.delivers))["kind"])
-    assert kinds == ["final"] * 4 + ["system"]  # 3 finals routed on, the 4th stopped
-    assert helper.sends.qsize() + mantis.sends.qsize() == 4
+    # Helper's answer to the person is no bot turn; then 3 bot finals are routed on, and
+    # the 4th is stopped.
+    assert kinds == ["final"] * 5 + ["system"]
+    assert helper.sends.qsize() + mantis.sends.qsize() == 5
     assert await nothing_in(link.delivers)
     await link.inbound("human again", "m2")  # a human message re-arms the exchange
     assert (await next_item(link.delivers))["kind"] == "final"
+
+
+async def test_answers_to_people_arriving_in_a_row_are_no_ping_pong(
+    http: aiohttp.ClientSession, start_hub: object
+) -> None:
+    """Issue 32's fault runs: after a takeover gap a bot's answers to a dozen queued people's
+    messages reach the hub back to back, and the guard told the chat "12 bot turns in a row
+    without a human message" — though every one of them answered a person."""
+    hub = await start_hub(max_bot_turns=3)  # type: ignore[operator]
+    helper = await TestBot.connect(http, hub, name="Helper")
+    link = await TestLink.connect(http, hub)
+    for n in range(6):
+        await link.inbound(f"question {n}", f"q{n}")
+        await next_item(helper.sends)
+    for n in range(6):  # the answers, all after the last question
+        await helper.final(f"run-{n + 1}", f"answer {n}")
+    got = [await next_item(link.delivers) for _ in range(6)]
+    assert [(d["kind"], d["text"]) for d in got] == [("final", f"answer {n}") for n in range(6)]
+    assert await nothing_in(link.delivers)  # no "Stopped passing bot replies on" notice
 
 
 async def test_lead_only_delivers_driver_outputs_only(
