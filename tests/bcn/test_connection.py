@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Event, Request
+from tests.fakes.local_server import serve_locally
 from tests.support.socket_tap import TappedSocket
 
 
@@ -55,13 +56,9 @@ async def pair() -> AsyncIterator[Pair]:
 
     app = web.Application()
     app.router.add_get("/ws", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, root = await serve_locally(app)
     async with aiohttp.ClientSession() as http:
-        ws = await http.ws_connect(f"http://127.0.0.1:{port}/ws")
+        ws = await http.ws_connect(f"{root}/ws")
         client = Connection(ws, on_request=slow_echo, name="cli", request_timeout=2)
         task = asyncio.create_task(client.run())
         server = await asyncio.wait_for(ready.get(), 3)

@@ -20,6 +20,7 @@ from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
 from bridge.bcn.connection import SendQueue
+from tests.fakes.local_server import serve_locally
 
 WAIT = 5.0
 """Upper bound for a frame to arrive; nothing here asserts how long it took."""
@@ -60,13 +61,9 @@ async def _serve(wrap: Callable[[web.WebSocketResponse], object] = lambda ws: ws
 
     app = web.Application()
     app.router.add_get("/ws", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, root = await serve_locally(app)
     async with aiohttp.ClientSession() as http:
-        client = await http.ws_connect(f"http://127.0.0.1:{port}/ws")
+        client = await http.ws_connect(f"{root}/ws")
         server = await asyncio.wait_for(ready.get(), WAIT)
         yield Ends(server, client)
         await client.close()

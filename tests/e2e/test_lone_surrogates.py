@@ -9,7 +9,6 @@ are the real ones, over real sockets.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import aiohttp
@@ -36,13 +35,7 @@ async def _page(system: Any, http: aiohttp.ClientSession) -> tuple[ChatClient, l
 
 async def _bot_html(page: ChatClient, sender: str = "Echo") -> str:
     """The HTML of the next finished reply of `sender` the page is shown."""
-    async with asyncio.timeout(ANSWER_WAIT):
-        while True:
-            frame = await page.ws.receive_json()
-            message = frame.get("message") or {}
-            if (frame["type"] in ("message", "update") and message.get("kind") == "final"
-                    and message["sender"]["name"] == sender):
-                return message["html"]
+    return (await page.final_from(sender, ANSWER_WAIT))["html"]
 
 
 @pytest.fixture

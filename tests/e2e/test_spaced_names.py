@@ -28,23 +28,13 @@ async def http() -> Any:
         yield session
 
 
-async def _final_from(page: Any, sender: str) -> dict[str, Any]:
-    async with asyncio.timeout(ANSWER_WAIT):
-        while True:
-            frame = await page.ws.receive_json()
-            message = frame.get("message") or {}
-            if (frame["type"] in ("message", "update") and message.get("kind") == "final"
-                    and message["sender"]["name"] == sender):
-                return message
-
-
 async def test_ask_from_a_spaced_name_in_the_webchat_is_answered(start_system, http):
     system = await start_system(webchat=True)
     adapter = system.app.relay.ctx.adapters["webchat:main"]
     page = await open_client(http, f"{system.app.web.url}{adapter.ws_path}")
     await page.join("lobby", "Ada Lovelace")
     await page.say("/ask Rules what is 6*7")
-    shown = await _final_from(page, "Rules")
+    shown = await page.final_from("Rules", ANSWER_WAIT)
     assert "6*7 = 42" in shown["html"]
     response = shown["protocol"]
     assert response["type"] == "RESPONSE" and response["to"] == "Ada Lovelace"

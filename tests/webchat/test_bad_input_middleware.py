@@ -13,6 +13,7 @@ import pytest
 from aiohttp import web
 
 from bridge.web.bad_input import BadInput, bad_input_middleware
+from tests.fakes.local_server import serve_locally
 
 RAISED = {
     "bad-input": BadInput("the body is not JSON"),
@@ -31,12 +32,8 @@ async def url():
 
     app = web.Application(middlewares=[bad_input_middleware("test")])
     app.router.add_get("/{kind}", handler)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield f"http://127.0.0.1:{port}"
+    runner, root = await serve_locally(app)
+    yield root
     await runner.cleanup()
 
 

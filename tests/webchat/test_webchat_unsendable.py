@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 
 from adapters.webchat.writes import SURE_TO_FIT, EndOfTurn, PageWriter
+from tests.fakes.local_server import serve_locally
 
 WAIT = 5.0
 """Upper bound for a frame to arrive; nothing here asserts how long it took."""
@@ -41,13 +42,9 @@ async def page() -> AsyncIterator[tuple[PageWriter, aiohttp.ClientWebSocketRespo
 
     app = web.Application()
     app.router.add_get("/ws", handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, root = await serve_locally(app)
     async with aiohttp.ClientSession() as http:
-        client = await http.ws_connect(f"http://127.0.0.1:{port}/ws")
+        client = await http.ws_connect(f"{root}/ws")
         yield await asyncio.wait_for(writers.get(), WAIT), client
         done.set()
         await client.close()

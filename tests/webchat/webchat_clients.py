@@ -67,6 +67,17 @@ class ChatClient:
         await self.send({"type": "message", "client_message_id": client_message_id, "text": text})
         return client_message_id
 
+    async def final_from(self, sender: str, wait: float = 10.0) -> dict[str, Any]:
+        """The next finished reply of `sender` this page is shown (a new message, or a
+        preview edited into its final), skipping everything else."""
+        async with asyncio.timeout(wait):
+            while True:
+                frame = await self.next_frame()
+                message = frame.get("message") or {}
+                if (frame["type"] in ("message", "update") and message.get("kind") == "final"
+                        and message["sender"]["name"] == sender):
+                    return message
+
     async def assert_quiet(self) -> None:
         """Nothing more arrives: a ping round trip comes back with no frame before the pong."""
         await self.send({"type": "ping"})
