@@ -17,6 +17,7 @@ from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound, OutboundKind
 from bridge.core.outbox import Lane
+from bridge.core.posting import Posting
 from bridge.core.relay_state import GroupBots
 from bridge.protocol import build_request, generate_request_id, parse
 from bridge.store.records import Conversation
@@ -39,8 +40,9 @@ def split_command(text: str) -> tuple[str, str] | None:
 
 
 class Commands:
-    def __init__(self, ctx: RelayContext, route_protocol: RouteProtocol) -> None:
+    def __init__(self, ctx: RelayContext, posting: Posting, route_protocol: RouteProtocol) -> None:
         self.ctx = ctx
+        self.posting = posting
         self.route_protocol = route_protocol
 
     async def handle(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
@@ -69,7 +71,7 @@ class Commands:
 
     async def _answer(self, msg: Inbound, lane: Lane, binding: Binding, text: str) -> None:
         """The bridge's answer to a command, as a reply to it."""
-        await self.ctx.notice(lane, binding, text, reply_to=msg.message_id)
+        await self.posting.notice(lane, binding, text, reply_to=msg.message_id)
 
     def help_text(self, group_bots: GroupBots, unknown: str | None = None) -> str:
         names = self.ctx.commands
@@ -105,7 +107,7 @@ class Commands:
             request_id=generate_request_id(msg.sender.name or "human"),
         )
         parsed = parse(block)
-        await self.ctx.post(
+        await self.posting.post(
             lane, binding, block, sender_label=msg.sender.name, kind=OutboundKind.FINAL,
             protocol=parsed.to_dict() if parsed else None, from_human=True,
         )

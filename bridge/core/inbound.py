@@ -18,6 +18,7 @@ from bridge.core.commands import Commands
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound
 from bridge.core.outbox import Lane
+from bridge.core.posting import LoopGuard, Posting, Typing
 from bridge.core.protocol_flow import (
     FORWARDED_TYPES,
     PendingRequest,
@@ -57,12 +58,16 @@ def dedupe_key(msg: Inbound) -> str:
 
 
 class InboundPipeline:
-    def __init__(self, ctx: RelayContext, holder: str = "bcn-bridge") -> None:
+    def __init__(self, ctx: RelayContext, posting: Posting, guard: LoopGuard, typing: Typing,
+                 holder: str = "bcn-bridge") -> None:
         self.ctx = ctx
+        self.posting = posting
+        self.guard = guard
+        self.typing = typing
         self.holder = holder
         """This instance, as its claims on inbound events name it (the relay's instance
         name, which its leases use too)."""
-        self.commands = Commands(ctx, self.route_protocol)
+        self.commands = Commands(ctx, posting, self.route_protocol)
         self._handling: dict[str, bool] = {}
         """Keys this process is handling now → whether the message was handed to the BCN yet
         (then the hand-off marked its key seen, and nothing more needs writing). Not the
@@ -142,8 +147,8 @@ class InboundPipeline:
         ctx.events.publish("inbound", channel=msg.channel, lane=lane.key,
                            sender=msg.sender.name, is_bot=msg.sender.is_bot)
         if not msg.sender.is_bot:
-            await ctx.human_spoke(lane, binding)
-        elif not await ctx.bot_turn(lane, binding):
+            await self.guard.human_spoke(lane, binding)
+        elif not await self.guard.bot_turn(lane, binding):
             # The loop guard paused this chat: the bots still see it, none is asked to answer.
             await self.send(msg, binding, lane, text=msg.text, deliver="observe")
             return
@@ -250,7 +255,7 @@ class InboundPipeline:
             tracked = await self.ctx.track(parsed, lane)
             answer = refusal(parsed, violation, self.ctx.bridge_name)
             refused = parse(answer)
-            await self.ctx.post(
+            await self.posting.post(
                 lane, binding, answer, sender_label=self.ctx.bridge_name,
                 protocol=refused.to_dict() if refused else None,
             )
@@ -347,7 +352,7 @@ class InboundPipeline:
             await self.ctx.state.set_session(lane.key, str(session))
         if any(d.get("method") == "chat.send" for d in payload.get("deliveries") or []
                if isinstance(d, dict)):
-            self.ctx.show_typing(lane)
+            self.typing.show(lane)
 
 
 def as_sent(msg: Inbound, parsed: ProtocolMessage | None) -> ProtocolMessage | None:

@@ -17,6 +17,7 @@ import logging
 from bridge.core.binding import Binding
 from bridge.core.context import RelayContext
 from bridge.core.outbox import Lane
+from bridge.core.posting import LoopGuard, Posting
 from bridge.core.spool import binding_key
 from bridge.store.loop_guard import Released
 from bridge.store.records import Conversation
@@ -36,8 +37,10 @@ class OperatorError(Exception):
 class Operator:
     """The actions, each `by` a named operator."""
 
-    def __init__(self, ctx: RelayContext) -> None:
+    def __init__(self, ctx: RelayContext, posting: Posting, guard: LoopGuard) -> None:
         self.ctx = ctx
+        self.posting = posting
+        self.guard = guard
         self.pauses = ctx.pauses
 
     def binding(self, key: str) -> Binding:
@@ -67,7 +70,7 @@ class Operator:
             resolved = ctx.resolve(lane)
             if resolved is not None:
                 _, binding = resolved
-                await ctx.notice(
+                await self.posting.notice(
                     lane, binding,
                     f"⛔ Request `{request_id}` ({conv.from_} → {conv.to}) was cancelled by "
                     f"operator {by}" + (f": {reason}" if reason else "."),
@@ -86,7 +89,7 @@ class Operator:
         if resolved is None:
             raise OperatorError(f"no binding serves the lane {lane_key!r}", 404)
         _, binding = resolved
-        released = await ctx.human_spoke(lane, binding, by_operator=by)
+        released = await self.guard.human_spoke(lane, binding, by_operator=by)
         if released is None:
             raise OperatorError(f"the loop guard holds nothing in {lane_key!r}", 404)
         log.info("operator %s released %d held message(s) in %s (%d not kept)", by,
@@ -120,4 +123,4 @@ class Operator:
     async def _tell(self, binding: Binding, text: str) -> None:
         lane = Lane(binding.channel, binding.chat, binding.thread)
         if binding.channel in self.ctx.adapters:
-            await self.ctx.notice(lane, binding, text)
+            await self.posting.notice(lane, binding, text)

@@ -19,6 +19,7 @@ from bridge.core.context import RelayContext
 from bridge.core.inbound import accepted_key
 from bridge.core.model import OutboundKind
 from bridge.core.outbox import Lane
+from bridge.core.posting import Posting, Typing
 from bridge.core.protocol_flow import (
     PendingRequest,
     depth_violation,
@@ -47,8 +48,10 @@ def may_have_streamed(params: dict[str, Any]) -> bool:
 
 
 class OutboundPipeline:
-    def __init__(self, ctx: RelayContext) -> None:
+    def __init__(self, ctx: RelayContext, posting: Posting, typing: Typing) -> None:
         self.ctx = ctx
+        self.posting = posting
+        self.typing = typing
 
     async def deliver(self, params: dict[str, Any]) -> None:
         """Handle one delivery; returning means it is done for good (the link acks it).
@@ -78,7 +81,7 @@ class OutboundPipeline:
         event_id = params.get("event_id")
         once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
         lane = Lane(binding.channel, binding.chat, params.get("thread_id") or binding.thread)
-        await ctx.post(lane, binding, f"⚠️ A reply from {bot} could not be shown here "
+        await self.posting.post(lane, binding, f"⚠️ A reply from {bot} could not be shown here "
                        f"({type(error).__name__}: {str(error)[:200]}).",
                        sender_label=ctx.bridge_name, kind=OutboundKind.SYSTEM, once=once)
 
@@ -130,7 +133,7 @@ class OutboundPipeline:
                            error=text[:300] if kind == "error" else None)
 
         if kind == "system":
-            return await ctx.post(lane, binding, text, sender_label="BCN",
+            return await self.posting.post(lane, binding, text, sender_label="BCN",
                                   kind=OutboundKind.SYSTEM, conversation=session, once=once)
         if kind == "delta":
             if run_id is None:
@@ -139,9 +142,9 @@ class OutboundPipeline:
             if not isinstance(seq, int) or isinstance(seq, bool):
                 seq = None  # a BCN that does not number deltas: the store numbers them
             streamed = await ctx.store.streams.append(run_id, seq, text, ctx.clock())
-            ctx.show_typing(lane)
+            self.typing.show(lane)
             if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):
-                await ctx.post(lane, binding, truncated(streamed, ctx.max_reply_chars),
+                await self.posting.post(lane, binding, truncated(streamed, ctx.max_reply_chars),
                                sender_label=bot, kind=OutboundKind.DELTA, run_id=run_id,
                                conversation=session)
             return False
@@ -162,7 +165,7 @@ class OutboundPipeline:
         if not text.strip():
             return False
         log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
-        return await ctx.post_bot_output(lane, binding, text, sender_label=label, run_id=run_id,
+        return await self.posting.bot_output(lane, binding, text, sender_label=label, run_id=run_id,
                                          conversation=session, protocol=protocol, once=once,
                                          inbound_at=asked_at, streamed=bool(streamed))
 

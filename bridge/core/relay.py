@@ -31,6 +31,7 @@ from bridge.core.operator import Operator
 from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
 from bridge.core.pauses import BindingPauses
+from bridge.core.posting import LoopGuard, Posting, Typing
 from bridge.core.relay_state import RelayState
 from bridge.core.spool import DEFAULT_SPOOL_LIMIT, InboundSpool
 from bridge.logs import log_context, redact
@@ -117,7 +118,7 @@ class Relay:
             store, self.link, clock=clock,
             find_binding=lambda key: self.ctx.binding_by_key(key),
             on_accepted=lambda lane, payload: self.inbound.accepted(lane, payload),
-            notify=lambda lane, binding, text: self.ctx.notice(lane, binding, text),
+            notify=lambda lane, binding, text: self.posting.notice(lane, binding, text),
             bots_online=self._group_online,
             limit=spool_limit,
             holder=self.instance,
@@ -141,9 +142,13 @@ class Relay:
             max_reply_chars=max_reply_chars,
             metrics=metrics,
         )
-        self.inbound = InboundPipeline(self.ctx, holder=self.instance)
-        self.outbound = OutboundPipeline(self.ctx)
-        self.operator = Operator(self.ctx)
+        self.posting = Posting(self.ctx)
+        self.guard = LoopGuard(self.ctx, self.posting)
+        typing = Typing(self.ctx)  # one per process: both pipelines show it, one rate limit
+        self.inbound = InboundPipeline(self.ctx, self.posting, self.guard, typing,
+                                       holder=self.instance)
+        self.outbound = OutboundPipeline(self.ctx, self.posting, typing)
+        self.operator = Operator(self.ctx, self.posting, self.guard)
 
     @property
     def tracker(self) -> Tracker:
@@ -363,7 +368,7 @@ class Relay:
             _, binding = resolved
             waited = self.ctx.tracker.timeouts.get(conv.last_type)
             minutes = f" after {int(waited.total_seconds() // 60)} min" if waited else ""
-            await self.ctx.notice(
+            await self.posting.notice(
                 lane, binding,
                 f"⏱️ Request `{conv.request_id}` ({conv.from_} → {conv.to}) timed out"
                 f"{minutes} without an answer and is closed.",

@@ -383,8 +383,9 @@ async def test_releasing_what_the_loop_guard_holds(system: System, operator: Ope
     guard = binding.loop_guard
     # A bot talking without a human: past the guard's limit its messages are held.
     for n in range(guard.max_messages + 3):
-        await ctx.post_bot_output(lane, binding, f"bot chatter {n}", sender_label="Echo",
-                                  run_id=None, conversation="", protocol=None, once=None)
+        await system.app.relay.posting.bot_output(
+            lane, binding, f"bot chatter {n}", sender_label="Echo",
+            run_id=None, conversation="", protocol=None, once=None)
     _, overview = await operator.get("/dashboard/api/overview")
     held = overview["held_lanes"]
     assert [h["lane"] for h in held] == [LANE] and held[0]["held"] == 3
