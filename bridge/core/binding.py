@@ -6,6 +6,7 @@ uses the very same object at run time.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -79,3 +80,41 @@ class Binding(BaseModel):
         if channel != self.channel or chat_id != self.chat:
             return False
         return self.thread is None or self.thread == thread_id
+
+
+class BindingIndex:
+    """The configured bindings, in config order, found by chat: a bridge with thousands of
+    bindings pays one dict lookup per message. Config, read only: built once from the YAML."""
+
+    def __init__(self, bindings: Iterable[Binding]) -> None:
+        self._all = tuple(bindings)
+        self._by_chat: dict[tuple[str, str], list[Binding]] = {}
+        for binding in self._all:
+            self._by_chat.setdefault((binding.channel, binding.chat), []).append(binding)
+
+    def __iter__(self) -> Iterator[Binding]:
+        return iter(self._all)
+
+    def __len__(self) -> int:
+        return len(self._all)
+
+    def __getitem__(self, index: int) -> Binding:
+        return self._all[index]
+
+    def find(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
+        """The most specific binding: a thread-pinned one beats a whole-chat one."""
+        best: Binding | None = None
+        for binding in self._by_chat.get((channel, chat_id), ()):
+            if binding.matches(channel, chat_id, thread_id) and (
+                best is None or binding.thread is not None
+            ):
+                best = binding
+        return best
+
+    def by_key(self, key: str) -> Binding | None:
+        """The binding whose `binding_key` is `key` (see `bridge.core.spool`)."""
+        channel, chat_id, thread = key.split("|", 2)
+        for binding in self._by_chat.get((channel, chat_id), ()):
+            if (binding.thread or "") == thread:
+                return binding
+        return None

@@ -15,7 +15,7 @@ from typing import Any
 from bridge.background import Background
 from bridge.config.sections import CommandNames
 from bridge.core.adapter import Adapter
-from bridge.core.binding import Binding
+from bridge.core.binding import Binding, BindingIndex
 from bridge.core.events import RelayEvents
 from bridge.core.link import LinkClient
 from bridge.core.outbox import Lane, Outbox
@@ -42,7 +42,8 @@ class RelayContext:
     state: RelayState
     """Sessions, group bots, waiting questions: records in the store, not in this object."""
     adapters: dict[str, Adapter]
-    bindings: list[Binding]
+    bindings: BindingIndex
+    """The configured bindings, found by chat (config: the same for the bridge's life)."""
     clock: Callable[[], datetime]
     pauses: BindingPauses
     """Bindings an operator paused (their human messages reach the bots to observe only)."""
@@ -54,42 +55,10 @@ class RelayContext:
     """Longest bot output shown; longer ones are cut (see `OutboundPipeline.truncated`)."""
     background: Background = field(default_factory=lambda: Background("relay-io"))
     metrics: BridgeMetrics = field(default_factory=BridgeMetrics)
-    _warned_unbound: set[str] = field(default_factory=set)
-    _by_chat: dict[tuple[str, str], list[Binding]] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self._by_chat: dict[tuple[str, str], list[Binding]] = {}
-        for binding in self.bindings:
-            self._by_chat.setdefault((binding.channel, binding.chat), []).append(binding)
-
-    def binding_by_key(self, key: str) -> Binding | None:
-        """The binding whose `binding_key` is `key` (see `bridge.core.spool`)."""
-        channel, chat_id, thread = key.split("|", 2)
-        for binding in self._by_chat.get((channel, chat_id), ()):
-            if (binding.thread or "") == thread:
-                return binding
-        return None
-
-    def binding_for(self, channel: str, chat_id: str, thread_id: str | None) -> Binding | None:
-        """The most specific binding: a thread-pinned one beats a whole-chat one (found by
-        chat in a dict: a bridge with thousands of bindings pays nothing per message)."""
-        best: Binding | None = None
-        for binding in self._by_chat.get((channel, chat_id), ()):
-            if binding.matches(channel, chat_id, thread_id) and (
-                best is None or binding.thread is not None
-            ):
-                best = binding
-        return best
-
-    def warn_unbound_once(self, channel: str, chat_id: str) -> None:
-        key = f"{channel}|{chat_id}"
-        if key not in self._warned_unbound:
-            self._warned_unbound.add(key)
-            log.info("ignoring messages from unbound chat %s (chat id %r)", channel, chat_id)
 
     def resolve(self, lane: Lane) -> tuple[Adapter, Binding] | None:
         adapter = self.adapters.get(lane.channel)
-        binding = self.binding_for(lane.channel, lane.chat_id, lane.thread_id)
+        binding = self.bindings.find(lane.channel, lane.chat_id, lane.thread_id)
         if adapter is None or binding is None:
             return None
         return adapter, binding

@@ -73,6 +73,8 @@ class InboundPipeline:
         (then the hand-off marked its key seen, and nothing more needs writing). Not the
         duplicate filter across instances, which is the claim in the store; only its first,
         in-process look (see `handle`). Each entry goes when its handling ends."""
+        self._warned_unbound: set[str] = set()
+        """Unbound chats already logged (once per chat and process is enough to find it)."""
 
     async def handle(self, msg: Inbound) -> None:
         """Relay one platform message, claiming it first so no two instances both handle it.
@@ -126,9 +128,9 @@ class InboundPipeline:
 
     async def _handle(self, msg: Inbound) -> None:
         ctx = self.ctx
-        binding = ctx.binding_for(msg.channel, msg.chat_id, msg.thread_id)
+        binding = ctx.bindings.find(msg.channel, msg.chat_id, msg.thread_id)
         if binding is None:
-            ctx.warn_unbound_once(msg.channel, msg.chat_id)
+            self._warn_unbound_once(msg.channel, msg.chat_id)
             ctx.metrics.drop(msg.channel, "in", "unbound")
             return
         if (msg.is_edit or msg.is_delete) and not binding.relay_edits:
@@ -166,6 +168,12 @@ class InboundPipeline:
             return
         deliver = "auto" if await self._addressed(binding, msg) else "observe"
         await self.send(msg, binding, lane, text=msg.text, deliver=deliver)
+
+    def _warn_unbound_once(self, channel: str, chat_id: str) -> None:
+        key = f"{channel}|{chat_id}"
+        if key not in self._warned_unbound:
+            self._warned_unbound.add(key)
+            log.info("ignoring messages from unbound chat %s (chat id %r)", channel, chat_id)
 
     # ------------------------------------------------------------------ policy
     async def _addressed(self, binding: Binding, msg: Inbound) -> bool:

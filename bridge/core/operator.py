@@ -45,7 +45,7 @@ class Operator:
 
     def binding(self, key: str) -> Binding:
         try:
-            binding = self.ctx.binding_by_key(key)
+            binding = self.ctx.bindings.by_key(key)
         except ValueError:
             binding = None
         if binding is None:

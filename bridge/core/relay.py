@@ -19,7 +19,7 @@ from bridge.bcn import BcnError, ConnectionClosed
 from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
 from bridge.core.adapter import Adapter, AdapterStartError
-from bridge.core.binding import Binding
+from bridge.core.binding import Binding, BindingIndex
 from bridge.core.context import BRIDGE_NAME, RelayContext
 from bridge.core.events import RelayEvents
 from bridge.core.inbound import InboundPipeline, sent_key
@@ -116,7 +116,7 @@ class Relay:
         # The spool calls back into the pipeline and the context, both built just below.
         self.spool = InboundSpool(
             store, self.link, clock=clock,
-            find_binding=lambda key: self.ctx.binding_by_key(key),
+            find_binding=lambda key: self.ctx.bindings.by_key(key),
             on_accepted=lambda lane, payload: self.inbound.accepted(lane, payload),
             notify=lambda lane, binding, text: self.posting.notice(lane, binding, text),
             bots_online=self._group_online,
@@ -133,7 +133,7 @@ class Relay:
             spool=self.spool,
             state=RelayState(store, clock),
             adapters={},
-            bindings=bindings,
+            bindings=BindingIndex(bindings),
             clock=clock,
             pauses=BindingPauses(store.pauses),
             events=self.events,
