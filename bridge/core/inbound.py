@@ -1,17 +1,21 @@
-"""Human → bots: the inbound pipeline, one small step per stage, in DESIGN §4's order.
+"""Human → bots: the inbound pipeline, one method per stage, in the order they run.
 
-own echo → duplicate → binding → policy → commands → CLARIFY answers → protocol → link.
-Each step either stops the message (returning early) or lets it through; the last step
-sends `channel.inbound` and remembers the session the hub used.
+own echo → claim → binding → policy → loop guard → commands → protocol middleware (CLARIFY
+answers, protocol text) → hand off. `InboundPipeline.handle` reads as that list: each stage
+either stops the message (returning early) or lets it through; the last one sends
+`channel.inbound` (now, or from the spool) and `accepted` remembers the session the hub used.
 """
 
 from __future__ import annotations
 
 import logging
 import re
-from dataclasses import asdict, replace
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from bridge.core.adapter import Capabilities
 from bridge.core.binding import Binding
 from bridge.core.claims import claim_event, release_quietly
 from bridge.core.commands import Commands
@@ -57,6 +61,18 @@ def dedupe_key(msg: Inbound) -> str:
     return key
 
 
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """What the BCN is to get for one platform message (the protocol middleware's decision):
+    its text, whether a bot is asked to answer (`auto`) or all only see it (`observe`), and
+    the optional `routing` and `protocol` objects of `channel.inbound`."""
+
+    text: str
+    deliver: str
+    routing: dict[str, Any] | None = None
+    protocol: dict[str, Any] | None = None
+
+
 class InboundPipeline:
     def __init__(self, ctx: RelayContext, posting: Posting, guard: LoopGuard, typing: Typing,
                  holder: str = "bcn-bridge") -> None:
@@ -77,13 +93,18 @@ class InboundPipeline:
         """Unbound chats already logged (once per chat and process is enough to find it)."""
 
     async def handle(self, msg: Inbound) -> None:
-        """Relay one platform message, claiming it first so no two instances both handle it.
+        """Relay one platform message: the stages in order, each a method that either stops
+        the message (returns early) or passes it on.
+
+        own echo → claim → binding → policy → loop guard → commands → protocol middleware →
+        hand off.
 
         The claim (`seen.claim`, atomic in the store) replaces the old read of the seen key:
         one store statement either way. Its key is marked seen only once the message is safe
         (with the hub, in the spool, or needing nothing more); if handling fails the claim is
         released, so the platform's redelivery is handled instead of lost, and a claimant
-        killed mid-handling frees it after `CLAIM_TTL`.
+        killed mid-handling frees it after `CLAIM_TTL`. It comes before the binding, as the
+        seen key always did: a redelivered message is dropped as a duplicate whatever its chat.
 
         An adapter that never redelivers (`Capabilities.redelivers` false: the webchat) skips
         the claim, and that is safe with several instances: such a platform hands each event
@@ -93,81 +114,80 @@ class InboundPipeline:
         got through anyway is refused by the hub, whose idempotency key is the message id.
         (A claim held by another instance makes this one wait, see `claim_event`: dropping
         the event then would lose it if that instance was killed.)"""
-        ctx = self.ctx
-        adapter = ctx.adapters.get(msg.channel)
-        capabilities = adapter.capabilities if adapter is not None else None
+        if await self._own_echo(msg):
+            return
+        async with self._claim(msg) as claimed:
+            if not claimed:
+                return
+            binding = self._binding(msg)
+            if binding is None or not self._policy(msg, binding):
+                return
+            lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
+            if not await self._loop_guard(msg, binding, lane):
+                return
+            if await self.commands.handle(msg, binding, lane):
+                return
+            decided = await self._protocol_middleware(msg, binding, lane)
+            await self.hand_off(msg, binding, lane, decided)
+
+    # ------------------------------------------------------------------ own echo, claim
+    def _capabilities(self, msg: Inbound) -> Capabilities | None:
+        adapter = self.ctx.adapters.get(msg.channel)
+        return adapter.capabilities if adapter is not None else None
+
+    def _redelivers(self, msg: Inbound) -> bool:
+        capabilities = self._capabilities(msg)
+        return capabilities is None or capabilities.redelivers
+
+    async def _own_echo(self, msg: Inbound) -> bool:
+        """A platform message the bridge itself posted (recorded when the outbox sent it)."""
+        capabilities = self._capabilities(msg)
         echoes = capabilities is None or capabilities.echoes_own_posts
-        if echoes and await ctx.store.message_map.get(
+        if echoes and await self.ctx.store.message_map.get(
             sent_key(msg.channel, msg.chat_id, msg.message_id)
         ):
             log.debug("dropping own echo %s", msg.message_id)
-            ctx.metrics.drop(msg.channel, "in", "own_echo")
-            return
+            self.ctx.metrics.drop(msg.channel, "in", "own_echo")
+            return True
+        return False
+
+    @asynccontextmanager
+    async def _claim(self, msg: Inbound) -> AsyncIterator[bool]:
+        """Claim the message for this instance for the handling inside: False for a duplicate
+        (nothing to do). When the handling ends the key is seen (unless the hand-off marked
+        it already); when it fails the claim is released."""
         key = dedupe_key(msg)
-        redelivers = capabilities is None or capabilities.redelivers
+        redelivers = self._redelivers(msg)
         # Handled by this very process right now: a repeat, dropped without asking the store
         # (the claim would refuse it, then wait for this process to finish).
         claimed = key not in self._handling
         if claimed and redelivers:
-            claimed = await claim_event(ctx.store.seen, key, self.holder)
+            claimed = await claim_event(self.ctx.store.seen, key, self.holder)
         if not claimed:
             log.debug("dropping duplicate %s", key)
-            ctx.metrics.drop(msg.channel, "in", "duplicate")
+            self.ctx.metrics.drop(msg.channel, "in", "duplicate")
+            yield False
             return
         self._handling[key] = False
         try:
-            await self._handle(msg)
+            yield True
             if not self._handling[key]:
-                await ctx.store.seen.add(key, ctx.clock())
+                await self.ctx.store.seen.add(key, self.ctx.clock())
         except BaseException:
             if redelivers:
-                await release_quietly(ctx.store.seen, key, self.holder)
+                await release_quietly(self.ctx.store.seen, key, self.holder)
             raise
         finally:
             del self._handling[key]
 
-    async def _handle(self, msg: Inbound) -> None:
-        ctx = self.ctx
-        binding = ctx.bindings.find(msg.channel, msg.chat_id, msg.thread_id)
+    # ------------------------------------------------------------------ binding, policy
+    def _binding(self, msg: Inbound) -> Binding | None:
+        """The most specific binding of the message's chat; an unbound chat is logged once."""
+        binding = self.ctx.bindings.find(msg.channel, msg.chat_id, msg.thread_id)
         if binding is None:
             self._warn_unbound_once(msg.channel, msg.chat_id)
-            ctx.metrics.drop(msg.channel, "in", "unbound")
-            return
-        if (msg.is_edit or msg.is_delete) and not binding.relay_edits:
-            log.debug("ignoring an edit or delete in %s (relay_edits is off)", binding.channel)
-            ctx.metrics.drop(msg.channel, "in", "edits_off")
-            return
-        if not allowed(binding, msg):
-            log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
-            ctx.metrics.drop(msg.channel, "in", "not_allowed")
-            return
-        lane = Lane(msg.channel, msg.chat_id, msg.thread_id)
-        if msg.is_delete:
-            # BCN has no deletes: the bots are told, and nobody is asked to answer.
-            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
-            return
-        ctx.events.publish("inbound", channel=msg.channel, lane=lane.key,
-                           sender=msg.sender.name, is_bot=msg.sender.is_bot)
-        if not msg.sender.is_bot:
-            await self.guard.human_spoke(lane, binding)
-        elif not await self.guard.bot_turn(lane, binding):
-            # The loop guard paused this chat: the bots still see it, none is asked to answer.
-            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
-            return
-        if await ctx.pauses.of(binding) is not None:
-            # An operator paused the binding: the same, until they resume it.
-            await self.send(msg, binding, lane, text=msg.text, deliver="observe")
-            return
-        if await self.commands.handle(msg, binding, lane):
-            return
-        if await self._answer_clarify(msg, binding, lane):
-            return
-        parsed = as_sent(msg, parse(msg.text)) if binding.protocol.enabled else None
-        if parsed is not None:
-            await self._protocol(msg, binding, lane, parsed)
-            return
-        deliver = "auto" if await self._addressed(binding, msg) else "observe"
-        await self.send(msg, binding, lane, text=msg.text, deliver=deliver)
+            self.ctx.metrics.drop(msg.channel, "in", "unbound")
+        return binding
 
     def _warn_unbound_once(self, channel: str, chat_id: str) -> None:
         key = f"{channel}|{chat_id}"
@@ -175,7 +195,18 @@ class InboundPipeline:
             self._warned_unbound.add(key)
             log.info("ignoring messages from unbound chat %s (chat id %r)", channel, chat_id)
 
-    # ------------------------------------------------------------------ policy
+    def _policy(self, msg: Inbound, binding: Binding) -> bool:
+        """Edits and deletes only where the binding relays them; senders in `allow_from`."""
+        if (msg.is_edit or msg.is_delete) and not binding.relay_edits:
+            log.debug("ignoring an edit or delete in %s (relay_edits is off)", binding.channel)
+            self.ctx.metrics.drop(msg.channel, "in", "edits_off")
+            return False
+        if not allowed(binding, msg):
+            log.info("ignoring %s in %s: sender not in allow_from", msg.sender.id, binding.chat)
+            self.ctx.metrics.drop(msg.channel, "in", "not_allowed")
+            return False
+        return True
+
     async def _addressed(self, binding: Binding, msg: Inbound) -> bool:
         """With `require_mention`, only messages naming a group bot ask for an answer."""
         if not binding.require_mention:
@@ -187,22 +218,59 @@ class InboundPipeline:
             for bot in (await self.ctx.bots(binding)).names
         )
 
+    # ------------------------------------------------------------------ loop guard
+    async def _loop_guard(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
+        """False when the message goes no further than the bots' eyes: a deletion (BCN has
+        no deletes), a platform bot's message in a chat the loop guard paused, any message
+        in a binding an operator paused. They are handed off as `observe` (the bots see it,
+        none is asked to answer). A human message resets the guard and shows what it held."""
+        observe = HandOff(msg.text, "observe")
+        if msg.is_delete:
+            await self.hand_off(msg, binding, lane, observe)
+            return False
+        self.ctx.events.publish("inbound", channel=msg.channel, lane=lane.key,
+                                sender=msg.sender.name, is_bot=msg.sender.is_bot)
+        if not msg.sender.is_bot:
+            await self.guard.human_spoke(lane, binding)
+        elif not await self.guard.bot_turn(lane, binding):
+            await self.hand_off(msg, binding, lane, observe)
+            return False
+        if await self.ctx.pauses.of(binding) is not None:
+            await self.hand_off(msg, binding, lane, observe)
+            return False
+        return True
+
+    # ------------------------------------------------------------------ protocol middleware
+    async def _protocol_middleware(self, msg: Inbound, binding: Binding, lane: Lane) -> HandOff:
+        """What the bots get: an answer to a bot's CLARIFY, protocol text routed to the bot
+        it addresses (or refused past its depth), or the text as it is."""
+        answer = await self._answer_clarify(msg, binding, lane)
+        if answer is not None:
+            return answer
+        parsed = as_sent(msg, parse(msg.text)) if binding.protocol.enabled else None
+        if parsed is not None:
+            return await self._protocol(msg, binding, lane, parsed)
+        deliver = "auto" if await self._addressed(binding, msg) else "observe"
+        return HandOff(msg.text, deliver)
+
     # ------------------------------------------------------------------ CLARIFY answers
-    async def _answer_clarify(self, msg: Inbound, binding: Binding, lane: Lane) -> bool:
+    async def _answer_clarify(
+        self, msg: Inbound, binding: Binding, lane: Lane
+    ) -> HandOff | None:
         """A human's reply to a bot's CLARIFY answers it inside the same conversation.
 
         Not where the binding's protocol is off: the bridge neither parses nor tracks
         protocol text there, so it answers no question in it either (nor reads the store
         to look for one)."""
         if msg.sender.is_bot or not binding.protocol.enabled:
-            return False
+            return None
         conv, answer = await self._clarify_target(msg, lane)
         if conv is None:
-            return False
+            return None
         asker = conv.history[-1].from_ if conv.history else conv.to
         bot = (await self.ctx.bots(binding)).named(asker)
         if bot is None:
-            return False  # a platform bot asked; it reads the chat itself
+            return None  # a platform bot asked; it reads the chat itself
         depth = Depth(*conv.depth) if conv.depth else DEFAULT_DEPTH
         await self.ctx.tracker.answer(conv.request_id, msg.sender.name, answer, self.ctx.clock())
         await self.ctx.refresh_panel(lane)
@@ -214,13 +282,11 @@ class InboundPipeline:
         await self.ctx.store.message_map.put(
             f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()
         )
-        await self.send(
-            msg, binding, lane, text=f"Re: {request_id}: {answer}", deliver="auto",
-            routing=route_to(bot),
+        return HandOff(
+            f"Re: {request_id}: {answer}", "auto", routing=route_to(bot),
             protocol={"type": "RESPONSE", "request_id": request_id,
                       "from": msg.sender.name, "to": bot},
         )
-        return True
 
     async def _clarify_target(
         self, msg: Inbound, lane: Lane
@@ -254,10 +320,10 @@ class InboundPipeline:
             return waiting[0], msg.text
         return None, ""
 
-    # ------------------------------------------------------------------ protocol
+    # ------------------------------------------------------------------ protocol text
     async def _protocol(
         self, msg: Inbound, binding: Binding, lane: Lane, parsed: ProtocolMessage
-    ) -> None:
+    ) -> HandOff:
         violation = depth_violation(parsed)
         if violation is not None:
             tracked = await self.ctx.track(parsed, lane)
@@ -270,31 +336,31 @@ class InboundPipeline:
             await self.ctx.tracker.close(tracked.request_id, "failed", violation, self.ctx.clock())
             await self.ctx.refresh_panel(lane)
             # The bots still see the exchange, but nobody is asked to act on it.
-            await self.send(msg, binding, lane, text=msg.text, deliver="observe",
-                            protocol=wire_protocol(parsed))
-            return
-        await self.route_protocol(msg, binding, lane, msg.text, parsed)
+            return HandOff(msg.text, "observe", protocol=wire_protocol(parsed))
+        return await self._routed(msg, binding, lane, msg.text, parsed)
 
-    async def route_protocol(
+    async def route_protocol(self, msg: Inbound, binding: Binding, lane: Lane, text: str) -> None:
+        """Track a protocol text (`/ask`'s REQUEST) and hand it to exactly the bot it
+        addresses: the protocol middleware and the hand-off, for a command."""
+        await self.hand_off(msg, binding, lane, await self._routed(msg, binding, lane, text))
+
+    async def _routed(
         self,
         msg: Inbound,
         binding: Binding,
         lane: Lane,
         text: str,
         parsed: ProtocolMessage | None = None,
-    ) -> None:
-        """Track a protocol message and send it to exactly the bot it addresses."""
+    ) -> HandOff:
+        """Track a protocol message; it goes to exactly the bot it addresses."""
         parsed = as_sent(msg, parsed or parse(text))
         if parsed is None:
-            await self.send(msg, binding, lane, text=text, deliver="auto")
-            return
+            return HandOff(text, "auto")
         await self.ctx.track(parsed, lane)
         bot = (await self.ctx.bots(binding)).named(parsed.to or "")
         if bot is None or parsed.type == "BROADCAST":
             # Addressed to someone outside BCN (or to everyone): bots observe, none answer.
-            await self.send(msg, binding, lane, text=text, deliver="observe",
-                            protocol=wire_protocol(parsed))
-            return
+            return HandOff(text, "observe", protocol=wire_protocol(parsed))
         if parsed.type in FORWARDED_TYPES:
             pending = PendingRequest(
                 parsed.request_id, requester=parsed.from_ or msg.sender.name, bot=bot,
@@ -304,22 +370,12 @@ class InboundPipeline:
                 f"src:{msg.message_id}", pending.to_record(), self.ctx.clock()
             )
         body = natural_text(parsed) if binding.protocol.deliver == "natural" else text
-        await self.send(msg, binding, lane, text=body, deliver="auto", routing=route_to(bot),
-                        protocol=wire_protocol(parsed))
+        return HandOff(body, "auto", routing=route_to(bot), protocol=wire_protocol(parsed))
 
-    # ------------------------------------------------------------------ the link
-    async def send(
-        self,
-        msg: Inbound,
-        binding: Binding,
-        lane: Lane,
-        *,
-        text: str,
-        deliver: str,
-        routing: dict[str, Any] | None = None,
-        protocol: dict[str, Any] | None = None,
-    ) -> None:
+    # ------------------------------------------------------------------ hand off
+    async def hand_off(self, msg: Inbound, binding: Binding, lane: Lane, decided: HandOff) -> None:
         """Hand the message to the BCN (now, or from the spool once the link is back)."""
+        text, deliver = decided.text, decided.deliver
         msg_id = msg.message_id
         if msg.is_edit:
             # An edit is a new message to the bots (BCN has no edits), with its own id so the
@@ -344,10 +400,10 @@ class InboundPipeline:
             params["thread_id"] = msg.thread_id
         if msg.reply_to:
             params["reply_to_msg_id"] = msg.reply_to
-        if routing:
-            params["routing"] = routing
-        if protocol:
-            params["protocol"] = protocol
+        if decided.routing:
+            params["routing"] = decided.routing
+        if decided.protocol:
+            params["protocol"] = decided.protocol
         key = dedupe_key(msg)
         if key in self._handling:
             self._handling[key] = True

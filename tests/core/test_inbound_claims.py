@@ -120,10 +120,10 @@ async def test_a_failed_handling_frees_the_event_for_the_other_instance(
 ) -> None:
     a, b = instance(two_stores[0], "bridge-a"), instance(two_stores[1], "bridge-b")
 
-    async def broken(msg: Inbound) -> None:
+    def broken(msg: Inbound) -> None:
         raise RuntimeError("this instance fails mid-handling")
 
-    monkeypatch.setattr(a.inbound, "_handle", broken)
+    monkeypatch.setattr(a.inbound, "_binding", broken)  # the first stage after the claim
     msg = message("/help", "m-2")
     with pytest.raises(RuntimeError):
         await a.inbound.handle(msg)
