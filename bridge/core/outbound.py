@@ -1,9 +1,11 @@
-"""Bots → humans: the outbound pipeline for the hub's `channel.deliver`.
+"""Bots → humans: the outbound pipeline for the hub's `channel.deliver`, the inbound one's
+mirror, one method per stage in the order they run (`OutboundPipeline._deliver_once`):
 
-drop repeated event ids → find the binding → accumulate streamed text → protocol middleware
-(track protocol text; wrap a plain reply to a routed request into its RESPONSE; errors and
-aborts of such a reply become `Status: failed`) → loop guard (a paused chat's outputs are
-held, not dropped) → render → outbox.
+binding (`_binding`) → claim: drop a repeated event id (`_claim`, the `evt:` seen key) →
+accumulate streamed text (`_accumulate`) → protocol middleware (`_middleware`: track protocol
+text; wrap a plain reply to a routed request into its RESPONSE; errors and aborts of such a
+reply become `Status: failed`) → loop guard, render and outbox (`Posting.bot_output`: a paused
+chat's outputs are held, not dropped).
 Returning normally means the output is durably queued — or, a reply to a person on a platform
 that posts in process, posted (`Outbox.post_now`) — which is when the link acks.
 """
@@ -47,6 +49,12 @@ def may_have_streamed(params: dict[str, Any]) -> bool:
     return not (isinstance(seq, int) and not isinstance(seq, bool) and seq == 1)
 
 
+def event_key(params: dict[str, Any]) -> str | None:
+    """The `seen` key of a delivery's event id (`evt:…`), which marks it handled."""
+    event_id = params.get("event_id")
+    return f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
+
+
 class OutboundPipeline:
     def __init__(self, ctx: RelayContext, posting: Posting, typing: Typing) -> None:
         self.ctx = ctx
@@ -75,36 +83,48 @@ class OutboundPipeline:
         log.error("%s's output %s can never be shown (%s: %s); it ends here",
                   bot, params.get("event_id"), type(error).__name__, error,
                   exc_info=error)
-        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+        binding = self._binding(params)
         if binding is None:
             return
-        event_id = params.get("event_id")
-        once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
+        once = event_key(params)
         lane = Lane(binding.channel, binding.chat, params.get("thread_id") or binding.thread)
         await self.posting.post(lane, binding, f"⚠️ A reply from {bot} could not be shown here "
                        f"({type(error).__name__}: {str(error)[:200]}).",
                        sender_label=ctx.bridge_name, kind=OutboundKind.SYSTEM, once=once)
 
     async def _deliver_once(self, params: dict[str, Any]) -> None:
-        """The delivery itself. The event id is remembered in the same transaction that
+        """The delivery itself, its stages in order: binding → claim → accumulate stream →
+        protocol middleware → loop guard, render and outbox (`Posting.bot_output`).
+
+        The claim is the event id's `seen` key, remembered in the same transaction that
         queues the output, so a crash between the two cannot make the hub's replay look
         like a duplicate."""
-        ctx = self.ctx
-        event_id = params.get("event_id")
-        once = f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
-        binding = ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+        binding = self._binding(params)
+        once = event_key(params)
+        replayed, asked_at = await self._claim(params, binding, once)
+        if replayed:
+            return
+        queued = await self._deliver(params, binding, once, asked_at)
+        if once is not None and not queued:
+            await self.ctx.store.seen.add(once, self.ctx.clock())  # the paths that queued nothing
+
+    def _binding(self, params: dict[str, Any]) -> Binding | None:
+        """The binding the hub named (`binding_id`); None for one this bridge does not know."""
+        return self.ctx.link.bindings_by_id.get(str(params.get("binding_id")))
+
+    async def _claim(
+        self, params: dict[str, Any], binding: Binding | None, once: str | None
+    ) -> tuple[bool, datetime | None]:
+        """(is it a replay, when was the message it answers accepted): one read for both."""
         source = params.get("source_msg_id")
         asked = (accepted_key(binding.channel, binding.chat, source)
                  if binding is not None and isinstance(source, str) and source else None)
-        # Is it a replay, and when did the message it answers arrive: one read for both.
         keys = [key for key in (once, asked) if key]
-        seen = await ctx.store.seen.seen_at(keys) if keys else {}
+        seen = await self.ctx.store.seen.seen_at(keys) if keys else {}
         if once is not None and once in seen:
-            log.debug("dropping repeated delivery %s", event_id)
-            return
-        queued = await self._deliver(params, binding, once, seen.get(asked) if asked else None)
-        if once is not None and not queued:
-            await ctx.store.seen.add(once, ctx.clock())  # the paths that queued nothing
+            log.debug("dropping repeated delivery %s", params.get("event_id"))
+            return True, None
+        return False, seen.get(asked) if asked else None
 
     async def _deliver(self, params: dict[str, Any], binding: Binding | None,
                        once: str | None, asked_at: datetime | None) -> bool:
@@ -134,10 +154,41 @@ class OutboundPipeline:
 
         if kind == "system":
             return await self.posting.post(lane, binding, text, sender_label="BCN",
-                                  kind=OutboundKind.SYSTEM, conversation=session, once=once)
+                                           kind=OutboundKind.SYSTEM, conversation=session,
+                                           once=once)
+        accumulated = await self._accumulate(params, binding, lane, kind, run_id, bot, session,
+                                             text)
+        if accumulated is None:
+            return False
+        text, streamed = accumulated
+        text, protocol, label = await self._middleware(params, binding, lane, kind, bot, text)
+        if not text.strip():
+            return False
+        log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
+        return await self.posting.bot_output(lane, binding, text, sender_label=label,
+                                             run_id=run_id, conversation=session,
+                                             protocol=protocol, once=once,
+                                             inbound_at=asked_at, streamed=bool(streamed))
+
+    async def _accumulate(
+        self,
+        params: dict[str, Any],
+        binding: Binding,
+        lane: Lane,
+        kind: str,
+        run_id: str | None,
+        bot: str,
+        session: str,
+        text: str,
+    ) -> tuple[str, str] | None:
+        """Streaming: a delta adds to its run's text in the store and shows the preview so
+        far (None: it goes no further); a terminal output takes the run's text — the final's
+        own text when it has none — and is cut at `max_reply_chars`. Returns (text, what was
+        streamed); None when nothing more is to be shown (a quiet final, an unknown kind)."""
+        ctx = self.ctx
         if kind == "delta":
             if run_id is None:
-                return False
+                return None
             seq = params.get("seq")
             if not isinstance(seq, int) or isinstance(seq, bool):
                 seq = None  # a BCN that does not number deltas: the store numbers them
@@ -145,29 +196,23 @@ class OutboundPipeline:
             self.typing.show(lane)
             if streamed.strip() and not await ctx.store.loop_guard.is_paused(lane.key):
                 await self.posting.post(lane, binding, truncated(streamed, ctx.max_reply_chars),
-                               sender_label=bot, kind=OutboundKind.DELTA, run_id=run_id,
-                               conversation=session)
-            return False
+                                        sender_label=bot, kind=OutboundKind.DELTA,
+                                        run_id=run_id, conversation=session)
+            return None
         if kind not in TERMINAL_KINDS:
             log.debug("ignoring delivery kind %r", kind)
-            return False
+            return None
         streamed = (await ctx.store.streams.take(run_id, ctx.clock())
                     if run_id and may_have_streamed(params) else "")
         if kind == "final" and not text:
             text = streamed
         if kind == "final" and not text.strip():
-            return False  # a bot that chose to stay quiet (every run must end with a final)
+            return None  # a bot that chose to stay quiet (every run must end with a final)
         if len(text) > ctx.max_reply_chars:
             log.warning("%s's reply of %d characters is cut to %d (relay.max_reply_chars)",
                         bot, len(text), ctx.max_reply_chars)
             text = truncated(text, ctx.max_reply_chars)
-        text, protocol, label = await self._middleware(params, binding, lane, kind, bot, text)
-        if not text.strip():
-            return False
-        log.debug("queueing %s's %s reply (run %s)", bot, kind, run_id)
-        return await self.posting.bot_output(lane, binding, text, sender_label=label, run_id=run_id,
-                                         conversation=session, protocol=protocol, once=once,
-                                         inbound_at=asked_at, streamed=bool(streamed))
+        return text, streamed
 
     async def _middleware(
         self,
