@@ -1,7 +1,11 @@
 """What every relay step needs: the store, tracker, link, outbox, adapters and bindings.
 
 One object, built once by the `Relay`, so pipeline steps stay small functions of
-(context, message) instead of each holding its own copies of shared state.
+(context, message) instead of each holding its own copies of shared state. Services and
+config only: live state is in the store, and what keeps one process orderly belongs to the
+stage that needs it (the lane's order lock and the typing times: `bridge/core/posting.py`;
+the once-per-chat "unbound" log: `InboundPipeline`). The pipelines themselves are
+`bridge/core/inbound.py` and `outbound.py`.
 """
 
 from __future__ import annotations
