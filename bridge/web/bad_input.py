@@ -16,7 +16,6 @@ attacker's structure a hundred thousand levels deep.
 
 from __future__ import annotations
 
-import json
 import logging
 import traceback
 from collections.abc import Awaitable, Callable
@@ -25,6 +24,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError
 
+from bridge import fastjson
 from bridge.web.refusals import RefusalLog
 
 log = logging.getLogger(__name__)
@@ -50,9 +50,10 @@ class BadInput(ValueError):
 
 
 def parse_json(raw: bytes | str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """The JSON value of a body, or `BadInput`."""
+    """The JSON value of a body, or `BadInput`. Read through `bridge.fastjson`, the one JSON
+    door: its strings are valid Unicode (a lone surrogate reads as U+FFFD)."""
     try:
-        value = json.loads(raw)
+        value = fastjson.loads(raw)
     except RecursionError:
         raise BadInput(f"the JSON is nested deeper than {max_depth} levels") from None
     except ValueError:  # JSONDecodeError, and UnicodeDecodeError for bytes
