@@ -55,6 +55,18 @@ def event_key(params: dict[str, Any]) -> str | None:
     return f"evt:{event_id}" if isinstance(event_id, str) and event_id else None
 
 
+def lane_of(binding: Binding, params: dict[str, Any]) -> Lane:
+    """The lane a delivery is for: its binding's chat, in the thread it names (or the
+    binding's own)."""
+    return Lane(binding.channel, binding.chat, params.get("thread_id") or binding.thread)
+
+
+def sender_name(params: dict[str, Any], unnamed: str) -> str:
+    """The name of the bot a delivery is from (`unnamed` when it gives none)."""
+    sender = params.get("sender")
+    return str((sender.get("name") if isinstance(sender, dict) else None) or unnamed)
+
+
 class OutboundPipeline:
     def __init__(self, ctx: RelayContext, posting: Posting, typing: Typing) -> None:
         self.ctx = ctx
@@ -78,19 +90,18 @@ class OutboundPipeline:
 
     async def _undeliverable(self, params: dict[str, Any], error: Exception) -> None:
         ctx = self.ctx
-        sender = params.get("sender") if isinstance(params.get("sender"), dict) else {}
-        bot = str(sender.get("name") or "a bot")
+        bot = sender_name(params, "a bot")
         log.error("%s's output %s can never be shown (%s: %s); it ends here",
                   bot, params.get("event_id"), type(error).__name__, error,
                   exc_info=error)
         binding = self._binding(params)
         if binding is None:
             return
-        once = event_key(params)
-        lane = Lane(binding.channel, binding.chat, params.get("thread_id") or binding.thread)
-        await self.posting.post(lane, binding, f"⚠️ A reply from {bot} could not be shown here "
-                       f"({type(error).__name__}: {str(error)[:200]}).",
-                       sender_label=ctx.bridge_name, kind=OutboundKind.SYSTEM, once=once)
+        notice = (f"⚠️ A reply from {bot} could not be shown here "
+                  f"({type(error).__name__}: {str(error)[:200]}).")
+        await self.posting.post(lane_of(binding, params), binding, notice,
+                                sender_label=ctx.bridge_name, kind=OutboundKind.SYSTEM,
+                                once=event_key(params))
 
     async def _deliver_once(self, params: dict[str, Any]) -> None:
         """The delivery itself, its stages in order: binding → claim → accumulate stream →
@@ -135,8 +146,7 @@ class OutboundPipeline:
             log.warning("delivery for unknown binding %r dropped", params.get("binding_id"))
             ctx.metrics.drop("unknown", "out", "unknown_binding")
             return False
-        thread_id = params.get("thread_id") or binding.thread
-        lane = Lane(binding.channel, binding.chat, thread_id)
+        lane = lane_of(binding, params)
         session = str(params.get("bcs_session_id") or "")
         if session and asked_at is None:
             # A reply to a message a bridge accepted is in the session recorded when it was
@@ -147,8 +157,7 @@ class OutboundPipeline:
         kind = str(params.get("kind") or "final")
         text = str(params.get("text") or "")
         run_id = params.get("run_id") if isinstance(params.get("run_id"), str) else None
-        sender = params.get("sender") if isinstance(params.get("sender"), dict) else {}
-        bot = str(sender.get("name") or "bot")
+        bot = sender_name(params, "bot")
         ctx.events.publish("output", bot=bot, kind=kind, run_id=run_id, lane=lane.key,
                            error=text[:300] if kind == "error" else None)
 
