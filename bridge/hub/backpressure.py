@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from bridge.bcn.connection import SendQueueFull
 from bridge.bcn.errors import ConnectionClosed
+from bridge.bcn.send_queue import SendQueueFull
 from bridge.hub.config import HubConfig
 
 if TYPE_CHECKING:

@@ -24,10 +24,10 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from bridge.bcn.connection import SendQueueFull
 from bridge.bcn.errors import BcnError, ConnectionClosed, ErrorCode
 from bridge.bcn.limits import MAX_FORWARDED_CHARS, forwardable
 from bridge.bcn.run_events import RunEvent
+from bridge.bcn.send_queue import SendQueueFull
 from bridge.hub.bindings import BindingSpec, scope_key
 from bridge.hub.bot_messages import Utterance, chat_params
 from bridge.hub.deliveries import Delivery

@@ -18,7 +18,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import Connection, ConnectionClosed, Request
-from bridge.bcn.connection import SendQueueFull
+from bridge.bcn.send_queue import SendQueueFull
 from tests.hub.hub_clients import until
 
 LIMIT = 64 * 1024

@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
-from bridge.bcn.connection import SendQueue
+from bridge.bcn.send_queue import SendQueue
 from tests.fakes.local_server import serve_locally
 
 WAIT = 5.0
@@ -83,7 +83,7 @@ async def test_an_unsendable_frame_fails_alone_and_the_next_goes_out(
     dropped: list[str] = []
     queue = SendQueue(ends.server.ws, 64 * 1024, "q", failures.append,
                       lambda text, _exc: dropped.append(text))
-    with caplog.at_level(logging.WARNING, logger="bridge.bcn.connection"):
+    with caplog.at_level(logging.WARNING, logger="bridge.bcn"):
         await queue.put(UNSENDABLE)
         await queue.put('{"n":2}')
         assert await ends.received() == {"n": 2}
@@ -181,7 +181,7 @@ async def test_a_transport_failure_closes_the_socket_with_1011(
     queued after it can go, so the connection ends and says so (1011), and the peer
     reconnects at once. Before, the writer ended while the socket stayed open: the peer
     talked on to a connection that never answered until its heartbeat noticed."""
-    caplog.set_level(logging.DEBUG, logger="bridge.bcn.connection")
+    caplog.set_level(logging.DEBUG, logger="bridge.bcn")
     async with _serve(lambda ws: _FailingTransport(ws, failure)) as ends:
         server = ends.server
         await server.send_event("first", {"text": "goes out"})
