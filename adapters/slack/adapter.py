@@ -197,7 +197,8 @@ class SlackAdapter(Adapter):
         if queue is not None:
             # Still taking what Bolt acked a moment ago (an HTTP request in flight).
             try:
-                await asyncio.wait_for(queue.join(), DRAIN_SECONDS)
+                async with asyncio.timeout(DRAIN_SECONDS):
+                    await queue.join()
             except TimeoutError:
                 log.warning(
                     "slack:%s stopped with %d acked event(s) not relayed",

@@ -99,7 +99,8 @@ class SocketConnection:
             failure = start_error(exc, self.account, "apps.connections.open")
         if failure is None:
             try:
-                await asyncio.wait_for(self._handler.connect_async(), self.connect_timeout)
+                async with asyncio.timeout(self.connect_timeout):
+                    await self._handler.connect_async()
             except TimeoutError:
                 failure = SlackStartError(
                     f"slack:{self.account}: the Socket Mode WebSocket did not open within "

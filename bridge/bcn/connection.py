@@ -264,7 +264,8 @@ class Connection:
         self._pongs[token] = waiter
         try:
             await ping(token)
-            await asyncio.wait_for(waiter, timeout)
+            async with asyncio.timeout(timeout):
+                await waiter
         except (TimeoutError, ConnectionError, RuntimeError):
             return False
         finally:
@@ -406,7 +407,8 @@ class Connection:
         self._closing = True
         if flush:
             try:
-                await asyncio.wait_for(self._queue.flushed(), timeout)
+                async with asyncio.timeout(timeout):
+                    await self._queue.flushed()
             except TimeoutError:
                 log.info("%s: closing with %d characters still unsent", self.name,
                          self._queue.size)
@@ -417,8 +419,8 @@ class Connection:
             self._fail_pending(f"closed: {message or code}")
         try:
             if not self.ws.closed:
-                await asyncio.wait_for(self.ws.close(code=code, message=message.encode()),
-                                       timeout)
+                async with asyncio.timeout(timeout):
+                    await self.ws.close(code=code, message=message.encode())
         except TimeoutError:
             log.info("%s: the peer did not complete the close in %.0fs", self.name, timeout)
         except asyncio.CancelledError:

@@ -7,11 +7,12 @@ in the middle of relaying a message.
 
 from __future__ import annotations
 
-from redis.asyncio import Redis, SSLConnection
+from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
 from bridge.store.base import Store
 from bridge.store.opening import StoreUnavailable
+from bridge.store.redis.connections import connection_class
 from bridge.store.redis.conversations import RedisConversationStore
 from bridge.store.redis.keys import Keys
 from bridge.store.redis.leases import RedisLeaseStore
@@ -60,13 +61,12 @@ class RedisStore(Store):
 
 def client(url: RedisUrl) -> Redis:
     """A client for the URL: strings decoded, bounded pool, timeouts on connect and reply."""
-    tls: dict[str, object] = {}
+    options: dict[str, object] = {"connection_class": connection_class(url.tls)}
     if url.tls:
-        tls = {"connection_class": SSLConnection}
         if url.ssl_ca_certs is not None:
-            tls["ssl_ca_certs"] = url.ssl_ca_certs
+            options["ssl_ca_certs"] = url.ssl_ca_certs
         if url.ssl_cert_reqs is not None:
-            tls["ssl_cert_reqs"] = url.ssl_cert_reqs
+            options["ssl_cert_reqs"] = url.ssl_cert_reqs
     pool = FairConnectionPool(
         max_connections=MAX_CONNECTIONS,
         timeout=POOL_WAIT_SECONDS,
@@ -78,7 +78,7 @@ def client(url: RedisUrl) -> Redis:
         decode_responses=True,
         socket_connect_timeout=CONNECT_TIMEOUT_SECONDS,
         socket_timeout=COMMAND_TIMEOUT_SECONDS,
-        **tls,
+        **options,
     )
     return Redis.from_pool(pool)  # the client owns the pool: closing one closes both
 
