@@ -16,11 +16,14 @@ from bridge.protocol.builder import (
 from bridge.protocol.depth import DEFAULT_DEPTH, MAX_DEPTH_CAP, Depth, next_depth
 from bridge.protocol.locate import find_block
 from bridge.protocol.model import PRIORITIES, STATUSES, MessageType, ProtocolMessage
+from bridge.protocol.options import MAX_OPTION_LENGTH, MAX_OPTIONS, format_options, options_of
 from bridge.protocol.parser import parse
 
 __all__ = [
     "DEFAULT_DEPTH",
     "MAX_DEPTH_CAP",
+    "MAX_OPTIONS",
+    "MAX_OPTION_LENGTH",
     "PRIORITIES",
     "STATUSES",
     "Depth",
@@ -33,7 +36,9 @@ __all__ = [
     "build_response",
     "escape_value",
     "find_block",
+    "format_options",
     "generate_request_id",
     "next_depth",
+    "options_of",
     "parse",
 ]

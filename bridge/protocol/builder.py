@@ -24,6 +24,7 @@ from bridge.protocol.depth import (
 )
 from bridge.protocol.model import PRIORITIES, STATUSES
 from bridge.protocol.names import encode_name
+from bridge.protocol.options import OPTIONS_KEY, format_options
 from bridge.protocol.syntax import FENCE, JS_WHITESPACE, is_field_line
 
 _ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -122,8 +123,13 @@ def build_clarify(
     question: str | None = None,
     depth: Depth | tuple[int, int] | None = None,
     max_depth_cap: int = MAX_DEPTH_CAP,
+    options: Iterable[str] | None = None,
 ) -> str:
-    """Ask the requester `question` about request `request_id` before answering it."""
+    """Ask the requester `question` about request `request_id` before answering it.
+
+    `options` (at most 10 short one-line choices) adds `Options: A | B | C` after the
+    question, for the bridge to show as buttons; see `bridge.protocol.options`.
+    """
     _require(
         "CLARIFY", (("to", to), ("from", from_), ("requestId", request_id), ("question", question))
     )
@@ -135,6 +141,7 @@ def build_clarify(
             ("From", from_),
             ("RequestId", request_id),
             ("Question", question),
+            (OPTIONS_KEY, None if options is None else format_options(options)),
             ("Depth", str(checked)),
         ],
     )

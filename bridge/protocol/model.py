@@ -7,6 +7,7 @@ from enum import StrEnum
 from typing import Any
 
 from bridge.protocol.depth import Depth
+from bridge.protocol.options import options_of
 
 
 class MessageType(StrEnum):
@@ -53,6 +54,11 @@ class ProtocolMessage:
     """A `Depth:` value that is not `N/M` (say `-1/5`), as written; `depth` is then None.
     The relay refuses such a message rather than reading it as the default 1/5. Not part of
     `to_dict`, which holds what the reference reports."""
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """A CLARIFY's choices (its `Options:` field, kept in `meta`); `()` if none."""
+        return options_of(self)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-able view with the wire spelling `from` (a Python keyword, hence `from_`)."""
