@@ -440,6 +440,7 @@ class Bot:
             emit=partial(_emit, connection),
             on_final=self._record_final,
             dialect=self._dialect(run_id, message),
+            bot_name=self.name,
         )
         task = asyncio.create_task(self._answer(handler, message, run), name=f"bot-{run_id}")
         self._runs[run_id] = _ActiveRun(run, task, connection)

@@ -10,12 +10,20 @@ written (v1/v2 `chat.event` or v3 `chat` / `agent`) is the `Dialect`'s business.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from enum import StrEnum
 from typing import Any
 
 from bridge.bcn.bot.dialect import Dialect, LegacyDialect
 from bridge.bcn.limits import check_fits
+from bridge.protocol import (
+    DEFAULT_DEPTH,
+    MessageType,
+    ProtocolMessage,
+    build_clarify,
+    escape_value,
+    next_depth,
+)
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +55,11 @@ class Run:
         emit: Emit,
         on_final: FinalListener | None = None,
         dialect: Dialect | None = None,
+        bot_name: str | None = None,
     ) -> None:
         self.run_id = run_id
+        self.bot_name = bot_name
+        """The answering bot's name: the `From` of a protocol message it sends."""
         self.session_key = session_key
         self.bcs_group_id = bcs_group_id
         self.state = RunState.RUNNING
@@ -109,6 +120,44 @@ class Run:
         if sent and self._on_final:
             self._on_final(self, text)
 
+    async def clarify(
+        self,
+        request: ProtocolMessage | None,
+        question: str,
+        *,
+        options: Iterable[str] | None = None,
+        to: str | None = None,
+        from_: str | None = None,
+        routing: dict[str, Any] | None = None,
+    ) -> str:
+        """End the run with a CLARIFY: ask whoever sent `request` `question` before answering.
+
+        `request` is the protocol message being answered (`msg.protocol`); the CLARIFY goes
+        to its sender (a HANDOFF's `Callback` bot when it names one) unless `to` says
+        otherwise, from this bot (`from_` overrides), with the same RequestId, one hop
+        deeper. `question` is passed through `escape_value`, so any text is safe. `options`
+        (at most 10 one-line choices of at most 80 characters) become `Options: A | B`,
+        which the bridge shows as buttons; a person can still answer in their own words.
+        Returns the text sent. A CLARIFY that cannot be built (plain chat, the depth limit,
+        a bad choice) raises `ValueError` before anything is sent: the run goes on.
+        """
+        if request is None:
+            raise ValueError("clarify needs the protocol message it asks about "
+                             "(msg.protocol is None for plain chat: ask in plain words)")
+        sender = from_ or self.bot_name
+        if not sender:
+            raise ValueError("clarify needs from_= (this bot has no name)")
+        text = build_clarify(
+            to=to or _requester(request),
+            from_=sender,
+            request_id=request.request_id,
+            question=escape_value(question) if isinstance(question, str) else question,
+            depth=next_depth(request.depth or DEFAULT_DEPTH),
+            options=options,
+        )
+        await self.final(text, routing=routing)
+        return text
+
     async def error(self, text: str) -> None:
         """End the run as failed, with a short message the humans will see."""
         await self._send("error", text, ending=RunState.ERROR)
@@ -151,3 +200,10 @@ class Run:
     async def announce_aborted(self) -> None:
         """Send the terminal `aborted` event once the handler has stopped."""
         await self._emit(*self._dialect.chat("aborted", None, stop_reason="aborted"))
+
+
+def _requester(request: ProtocolMessage) -> str:
+    """Who a reply to `request` goes to: a HANDOFF's Callback bot when it names one."""
+    if request.type is MessageType.HANDOFF and request.callback:
+        return request.callback.strip().lstrip("@") or request.from_
+    return request.from_
