@@ -13,7 +13,7 @@ import pytest
 from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Event, Request
-from tests.fakes.local_server import serve_locally
+from tests.fakes.local_server import websocket_to
 from tests.support.socket_tap import TappedSocket
 
 
@@ -54,18 +54,13 @@ async def pair() -> AsyncIterator[Pair]:
         await conn.run()
         return ws
 
-    app = web.Application()
-    app.router.add_get("/ws", handle)
-    runner, root = await serve_locally(app)
-    async with aiohttp.ClientSession() as http:
-        ws = await http.ws_connect(f"{root}/ws")
+    async with websocket_to(handle) as ws:
         client = Connection(ws, on_request=slow_echo, name="cli", request_timeout=2)
         task = asyncio.create_task(client.run())
         server = await asyncio.wait_for(ready.get(), 3)
         yield Pair(server, client, ws, events)
         await client.close()
         await asyncio.gather(task, return_exceptions=True)
-    await runner.cleanup()
 
 
 async def test_pipelined_requests_both_ways_answer_out_of_order(pair: Pair) -> None:

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from bridge.bcn import BcnError, Connection, ConnectionClosed, Request
 from bridge.bcn.send_queue import SendQueue
-from tests.fakes.local_server import serve_locally
+from tests.fakes.local_server import websocket_to
 
 WAIT = 5.0
 """Upper bound for a frame to arrive; nothing here asserts how long it took."""
@@ -59,15 +59,9 @@ async def _serve(wrap: Callable[[web.WebSocketResponse], object] = lambda ws: ws
         await conn.run()
         return ws
 
-    app = web.Application()
-    app.router.add_get("/ws", handle)
-    runner, root = await serve_locally(app)
-    async with aiohttp.ClientSession() as http:
-        client = await http.ws_connect(f"{root}/ws")
+    async with websocket_to(handle) as client:
         server = await asyncio.wait_for(ready.get(), WAIT)
         yield Ends(server, client)
-        await client.close()
-    await runner.cleanup()
 
 
 @pytest.fixture

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import aiohttp
 from aiohttp import web
 
 
@@ -16,3 +20,23 @@ async def serve_locally(app: web.Application) -> tuple[web.AppRunner, str]:
     await site.start()
     port = runner.addresses[0][1]
     return runner, f"http://127.0.0.1:{port}"
+
+
+@asynccontextmanager
+async def websocket_to(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> AsyncIterator[aiohttp.ClientWebSocketResponse]:
+    """A client WebSocket connected to `handle` (served at `/ws` on a free port); the
+    client is closed and the server cleaned up when the block ends."""
+    app = web.Application()
+    app.router.add_get("/ws", handle)
+    runner, root = await serve_locally(app)
+    try:
+        async with aiohttp.ClientSession() as http:
+            client = await http.ws_connect(f"{root}/ws")
+            try:
+                yield client
+            finally:
+                await client.close()
+    finally:
+        await runner.cleanup()

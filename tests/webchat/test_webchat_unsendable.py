@@ -19,7 +19,7 @@ import pytest
 from aiohttp import web
 
 from adapters.webchat.writes import SURE_TO_FIT, EndOfTurn, PageWriter
-from tests.fakes.local_server import serve_locally
+from tests.fakes.local_server import websocket_to
 
 WAIT = 5.0
 """Upper bound for a frame to arrive; nothing here asserts how long it took."""
@@ -40,15 +40,9 @@ async def page() -> AsyncIterator[tuple[PageWriter, aiohttp.ClientWebSocketRespo
         await done.wait()
         return ws
 
-    app = web.Application()
-    app.router.add_get("/ws", handle)
-    runner, root = await serve_locally(app)
-    async with aiohttp.ClientSession() as http:
-        client = await http.ws_connect(f"{root}/ws")
+    async with websocket_to(handle) as client:
         yield await asyncio.wait_for(writers.get(), WAIT), client
         done.set()
-        await client.close()
-    await runner.cleanup()
 
 
 async def _received(client: aiohttp.ClientWebSocketResponse) -> Any:
