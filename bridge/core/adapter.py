@@ -17,6 +17,7 @@ from bridge.config.sections import CommandNames
 from bridge.core.account_state import AccountState
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef
+from bridge.core.taps import Tap, TapReply
 
 if TYPE_CHECKING:
     from bridge.text import Directory
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
 
 InboundSink = Callable[[Inbound], Awaitable[None]]
 """The core's entry point: adapters hand every normalized platform message to it."""
+TapSink = Callable[[Tap], Awaitable[TapReply]]
+"""Where an adapter with `cards` hands a tap on a card's button; the reply is what to tell
+the person at once, and the card as it now stands."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +47,9 @@ class Capabilities:
     """Seconds between two edits of one message while a reply streams."""
     request_panel: bool = False
     """Shows a live list of the chat's open protocol requests (`update_requests`)."""
+    cards: bool = False
+    """Draws a bot's question (`Outbound.card`) with buttons, and hands taps on them to the
+    core (`Adapter.taps`); edits redraw a card once it is answered, expired or closed."""
     echoes_own_posts: bool = True
     """The platform may hand the bridge's own posts back to it as incoming messages, so each
     incoming message is looked up in the store first (the own-echo filter). An adapter that
@@ -147,6 +154,8 @@ class Adapter(ABC):
         """Durable per-account records; the relay swaps in its own store before `start()`."""
         self.started = False
         """Set by the relay once `start()` returned, cleared when it stops the adapter."""
+        self.taps: TapSink | None = None
+        """Set by the relay: where taps on cards go (adapters with `cards`)."""
 
     @property
     def channel(self) -> str:

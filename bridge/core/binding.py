@@ -56,6 +56,21 @@ class Binding(BaseModel):
         False,
         description="Tell the bots when a human edits (as a new message) or deletes a message.",
     )
+    answers: Literal["anyone", "requester"] | list[str] = Field(
+        "anyone",
+        description=(
+            "Who may answer a bot's question with a card's buttons: anyone in the chat, the "
+            "requester (the person whose request it is), or a list of platform user ids or "
+            "Discord role ids."
+        ),
+    )
+
+    @field_validator("answers")
+    @classmethod
+    def _answers_named(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not any(str(who).strip() for who in value):
+            raise ValueError('an empty list lets no one answer; use "anyone" or list ids')
+        return value
 
     @field_validator("channel")
     @classmethod

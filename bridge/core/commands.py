@@ -14,6 +14,7 @@ from datetime import datetime
 
 from bridge.bcn import BcnError, ConnectionClosed
 from bridge.core.binding import Binding
+from bridge.core.cards import requester_key
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound, OutboundKind
 from bridge.core.outbox import Lane
@@ -102,9 +103,13 @@ class Commands:
                 f"{problem}: `/{self.ctx.commands.ask} <Bot> <task>`. Bots here: {bots}.",
             )
             return
-        block = build_request(
-            to=bot, from_=msg.sender.name, task=task,
-            request_id=generate_request_id(msg.sender.name or "human"),
+        request_id = generate_request_id(msg.sender.name or "human")
+        block = build_request(to=bot, from_=msg.sender.name, task=task, request_id=request_id)
+        # Who asked, by platform id: a card's `answers: requester` is checked against it,
+        # never against a display name anyone can copy.
+        await self.ctx.store.message_map.put(
+            requester_key(lane.key, request_id),
+            {"id": msg.sender.id, "name": msg.sender.name}, self.ctx.clock(),
         )
         parsed = parse(block)
         await self.posting.post(

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.background import Background
 from bridge.config.sections import CommandNames
@@ -30,6 +30,9 @@ from bridge.metrics import BridgeMetrics
 from bridge.store.base import Store
 from bridge.store.records import Conversation
 from bridge.tracking import Tracker
+
+if TYPE_CHECKING:
+    from bridge.core.decisions import Decisions
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +61,8 @@ class RelayContext:
     max_reply_chars: int = 100_000
     """Longest bot output shown; longer ones are cut (see `OutboundPipeline.truncated`)."""
     background: Background = field(default_factory=lambda: Background("relay-io"))
+    decisions: Decisions | None = None
+    """Cards out, taps in (set by the relay once its inbound pipeline exists)."""
     metrics: BridgeMetrics = field(default_factory=BridgeMetrics)
 
     def resolve(self, lane: Lane) -> tuple[Adapter, Binding] | None:

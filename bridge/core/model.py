@@ -13,6 +13,7 @@ from enum import StrEnum
 from typing import Any
 
 from bridge.core.binding import Binding
+from bridge.core.cards import Card
 from bridge.text.unicode import valid_unicode
 
 
@@ -142,3 +143,6 @@ class Outbound:
     """`ProtocolMessage.to_dict()` when the text carries a protocol block (cards, badges)."""
     from_human: bool = False
     """Shown on a person's behalf (their `/ask` as a protocol card), not a bot's message."""
+    card: Card | None = None
+    """A bot's question to draw as a card with buttons (only for `Capabilities.cards`, on
+    the last part of the output); `text` still says it all for a plain rendering."""

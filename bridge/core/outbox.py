@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from bridge.background import Background
 from bridge.core.adapter import Adapter, PermanentSendError, SendError
 from bridge.core.binding import Binding
+from bridge.core.cards import Card, card_post_key
 from bridge.core.lease_keeper import LeaseKeeper, LeaseLost
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
 from bridge.logs import set_log_context
@@ -275,8 +276,22 @@ class Outbox:
 
     async def _remember_post(self, item: OutboxItem, ref: PlatformRef) -> None:
         """Keep the records of a new platform message that no part write carries."""
-        for key, value in (self.sent_records(item, ref) if self.sent_records else {}).items():
+        for key, value in (self._records(item, ref, new_post=True) or {}).items():
             await self.message_map.put(key, value, self.clock())
+
+    def _records(self, item: OutboxItem, ref: PlatformRef, *,
+                 new_post: bool) -> dict[str, dict[str, Any]] | None:
+        """The message-map records a posted part brings: the relay's for a new platform
+        message (`sent_records`), and where a card went (each part overwrites it, so the
+        last part — the one that carries the card — is what stays)."""
+        records = dict(self.sent_records(item, ref)) if new_post and self.sent_records else {}
+        if item.card:
+            records[card_post_key(item.card["key"])] = {
+                "channel": Lane.from_key(item.lane).channel, "chat_id": ref.chat_id,
+                "message_id": ref.message_id, "text": item.parts[-1],
+                "sender_label": item.sender_label, "protocol": item.protocol,
+            }
+        return records or None
 
     def pending_count(self) -> int:
         return len(self._pending)
@@ -413,12 +428,12 @@ class Outbox:
                 ref = stream.ref(index)
                 if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
                     return False
-                records = None  # recorded when the preview posted it
+                records = self._records(item, ref, new_post=False)  # the preview's are kept
             else:
                 ref = await self._attempt(lambda o=out: adapter.send(o), lane)
                 if ref is _FAILED or ref is None:
                     return False
-                records = self.sent_records(item, ref) if self.sent_records else None
+                records = self._records(item, ref, new_post=True)
             item.sent[index] = ref.message_id
             # Marked before anything else happens, the last part too (which, with nothing
             # left to delete, ends the item in the same write): a crash from here on
@@ -530,6 +545,8 @@ class Outbox:
             parts=len(item.parts),
             protocol=item.protocol,
             from_human=item.from_human,
+            card=Card.from_record(item.card) if item.card and index == len(item.parts) - 1
+            else None,
         )
 
     async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | _Failed:

@@ -189,6 +189,10 @@ class Posting:
         parts = await render_parts_soon(
             markdown, binding, adapter.capabilities, adapter.directory(lane.chat_id)
         )
+        card = None
+        if (adapter.capabilities.cards and protocol and protocol.get("type") == "CLARIFY"
+                and kind == OutboundKind.FINAL and self.ctx.decisions is not None):
+            card = await self.ctx.decisions.issue(lane, binding, protocol, run_id)
         return OutboxItem(
             lane=lane.key,
             kind=kind.value,
@@ -201,6 +205,7 @@ class Posting:
             created_at=self.ctx.clock(),
             from_human=from_human,
             inbound_at=inbound_at,
+            card=card.to_record() if card is not None else None,
         )
 
 

@@ -21,6 +21,7 @@ from bridge.core.account_state import AccountState
 from bridge.core.adapter import Adapter, AdapterStartError
 from bridge.core.binding import Binding, BindingIndex
 from bridge.core.context import BRIDGE_NAME, RelayContext
+from bridge.core.decisions import Decisions
 from bridge.core.events import RelayEvents
 from bridge.core.inbound import InboundPipeline, sent_key
 from bridge.core.instance import instance_name
@@ -148,6 +149,7 @@ class Relay:
         self.inbound = InboundPipeline(self.ctx, self.posting, self.guard, typing,
                                        holder=self.instance)
         self.outbound = OutboundPipeline(self.ctx, self.posting, typing)
+        self.decisions = self.ctx.decisions = Decisions(self.ctx, self.accept)
         self.operator = Operator(self.ctx, self.posting, self.guard)
 
     @property
@@ -156,6 +158,7 @@ class Relay:
 
     def add_adapter(self, adapter: Adapter) -> None:
         self.ctx.adapters[adapter.channel] = adapter
+        adapter.taps = self.decisions.tap
         adapter.use_state(
             AccountState(self.ctx.store, adapter.channel, self.ctx.clock, holder=self.instance)
         )
@@ -359,6 +362,7 @@ class Relay:
         """A notice per timed-out request; each lane's request panel refreshed once."""
         panels: dict[str, Lane] = {}
         for conv in closed:
+            await self.decisions.ended(conv.request_id, conv.status)
             if conv.status != "timeout" or not conv.chat:
                 continue
             lane = Lane.from_key(conv.chat)

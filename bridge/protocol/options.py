@@ -10,7 +10,7 @@ reader (`options_of`) never raises and only ever returns choices the writer acce
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 from bridge.protocol.syntax import FENCE, JS_WHITESPACE
@@ -42,7 +42,13 @@ def options_of(message: ProtocolMessage) -> tuple[str, ...]:
     """
     if message.type != "CLARIFY" or not message.meta:
         return ()
-    value = _options_value(message.meta)
+    return options_in(message.meta)
+
+
+def options_in(meta: Mapping[str, str]) -> tuple[str, ...]:
+    """The choices an `Options` field in `meta` offers, read as `options_of` reads them
+    (for a CLARIFY already turned into a record, e.g. `ProtocolMessage.to_dict()`)."""
+    value = _options_value(meta)
     if not value:
         return ()
     choices: list[str] = []
@@ -86,7 +92,7 @@ def format_options(choices: Iterable[str]) -> str:
     return SEPARATOR.join(written)
 
 
-def _options_value(meta: dict[str, str]) -> str | None:
+def _options_value(meta: Mapping[str, str]) -> str | None:
     """The `Options` value, its key read in any case (like every key; the last spelling
     in `meta` wins, as a later duplicate key does)."""
     value = None

@@ -97,6 +97,8 @@ class OutboxItem:
     """Posted on a person's behalf (the card of their `/ask`), not by a bot."""
     inbound_at: datetime | None = None
     """When the message this reply answers reached the bridge (for `bcn_bridge_relay_seconds`)."""
+    card: dict[str, Any] | None = None
+    """A bot's question shown as a card with buttons (`bridge.core.cards.Card` record)."""
 
     def __post_init__(self) -> None:
         if len(self.sent) < len(self.parts):
@@ -110,6 +112,7 @@ class OutboxItem:
             "reply_to": self.reply_to, "protocol": self.protocol, "sent": self.sent,
             **({"from_human": True} if self.from_human else {}),
             **({"inbound_at": self.inbound_at.isoformat()} if self.inbound_at else {}),
+            **({"card": self.card} if self.card else {}),
         }
 
     @classmethod
@@ -122,7 +125,7 @@ class OutboxItem:
             run_id=body.get("run_id"), reply_to=body.get("reply_to"),
             protocol=body.get("protocol"), created_at=created_at, id=id,
             sent=list(body.get("sent") or []), from_human=bool(body.get("from_human")),
-            inbound_at=_when(body.get("inbound_at")),
+            inbound_at=_when(body.get("inbound_at")), card=body.get("card"),
         )
 
 

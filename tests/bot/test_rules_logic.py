@@ -88,7 +88,9 @@ def test_arithmetic_never_crashes_on_any_text(text):
                                                   "London, New York, Tokyo, Berlin, Sydney")),
         ("compute 1/0", Answer("failed", "cannot compute 1/0: division by zero")),
         ("weather", NeedsDetail("weather", "Which city? I know Paris, London, New York, Tokyo, "
-                                           "Berlin, Sydney.")),
+                                           "Berlin, Sydney.",
+                                options=("Paris", "London", "New York", "Tokyo", "Berlin",
+                                         "Sydney"))),
         ("compute", NeedsDetail("compute", "What should I compute? For example: 2 + 3 * 4")),
         ("calculate something for me",
          NeedsDetail("compute", "What should I compute? For example: 2 + 3 * 4")),
@@ -175,6 +177,7 @@ def test_ambiguous_request_clarifies_then_plain_answer_in_session_completes_it()
     _, clarify = ask(brain, request("weather", request_id="lotbot-w1", depth=(2, 5)))
     assert clarify.type is MessageType.CLARIFY and clarify.to == "Lotbot"
     assert clarify.request_id == "lotbot-w1" and clarify.depth == Depth(3, 5)
+    assert clarify.options == ("Paris", "London", "New York", "Tokyo", "Berlin", "Sydney")
     assert ask(brain, "Paris", session="other-session")[0].startswith("unknown task")
     _, response = ask(brain, "Paris")
     assert response.type is MessageType.RESPONSE and response.request_id == "lotbot-w1"

@@ -16,7 +16,9 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from bridge.core.adapter import Adapter, Capabilities, TransientSendError
+from bridge.core.cards import Card
 from bridge.core.model import Inbound, Outbound, PlatformRef, Sender
+from bridge.core.taps import Tap, TapReply
 
 _ids = itertools.count(1)
 
@@ -38,6 +40,8 @@ class Posted:
     protocol: dict | None
     edits: int = 0
     reply_to: str | None = None
+    card: Card | None = None
+    """The question card drawn with this message, as it now stands (edits redraw it)."""
 
 
 @dataclass
@@ -50,7 +54,7 @@ class RecordingAdapter(Adapter):
     channel_type: ClassVar[str] = "testchat"
     capabilities: ClassVar[Capabilities] = Capabilities(
         dialect="plain", max_length=2000, can_edit=True, custom_sender=True,
-        min_edit_interval=0.05,
+        min_edit_interval=0.05, cards=True,
     )
     config_model: ClassVar[type[BaseModel]] = RecordingAccount
 
@@ -82,7 +86,7 @@ class RecordingAdapter(Adapter):
         async with chat.changed:
             chat.messages.append(
                 Posted(ref, out.sender_label, out.text, out.kind.value, out.run_id, out.protocol,
-                       reply_to=out.reply_to)
+                       reply_to=out.reply_to, card=out.card)
             )
             chat.changed.notify_all()
         return ref
@@ -97,6 +101,7 @@ class RecordingAdapter(Adapter):
                     posted.text, posted.kind = out.text, out.kind.value
                     posted.edits += 1
                     posted.protocol = out.protocol
+                    posted.card = out.card
             chat.changed.notify_all()
 
     async def say(
@@ -114,3 +119,15 @@ class RecordingAdapter(Adapter):
             timestamp=timestamp or datetime.now(UTC),
         ))
         return message_id
+
+    async def tap(
+        self, chat_id: str, data: str, *, name: str = "Ada", user_id: str = "u-ada",
+        text: str | None = None, roles: tuple[str, ...] = (), tap_id: str | None = None,
+    ) -> TapReply:
+        """A person presses a card's button (the platform's signed interaction says who)."""
+        assert self.taps is not None, "the relay sets where taps go"
+        return await self.taps(Tap(
+            channel_type=self.channel_type, account=self.account, chat_id=chat_id,
+            sender=Sender(user_id, name), data=data, roles=roles, text=text,
+            tap_id=tap_id or f"t{next(_ids)}",
+        ))

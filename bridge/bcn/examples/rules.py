@@ -94,6 +94,7 @@ class RulesBrain:
             return build_clarify(
                 to=_requester(request), from_=self.name, request_id=request.request_id,
                 question=escape_value(outcome.question), depth=depth,
+                options=list(outcome.options) or None,
             )
         return self._response(request, outcome, depth)
 

@@ -48,6 +48,8 @@ class NeedsDetail:
 
     skill: Skill
     question: str
+    options: tuple[str, ...] = ()
+    """Answers to offer as buttons (the CLARIFY's `Options:`), when there are few."""
 
 
 Outcome = Answer | NeedsDetail
@@ -113,5 +115,6 @@ def _weather(text: str, *, asking: bool) -> Outcome:
     if named_city:
         return Answer("failed", f"no weather data for {named_city}; I know {', '.join(WEATHER)}")
     if asking:
-        return NeedsDetail("weather", f"Which city? I know {', '.join(WEATHER)}.")
+        return NeedsDetail("weather", f"Which city? I know {', '.join(WEATHER)}.",
+                           options=tuple(WEATHER))
     return Answer("failed", f"no city given; I know {', '.join(WEATHER)}")
