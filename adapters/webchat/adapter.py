@@ -16,16 +16,19 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
+from adapters.webchat.cards import card_view
 from adapters.webchat.chat import Webchat
 from adapters.webchat.config import WebchatAccount
+from adapters.webchat.frames import TapFrame
 from adapters.webchat.page import WebchatPage
-from adapters.webchat.rooms import ChatMessage, Member, MessageKind, TooManyRooms
+from adapters.webchat.rooms import ChatMessage, Member, MessageKind, Room, TooManyRooms
 from adapters.webchat.session import WebchatSession
 from adapters.webchat.visitors import ClientIds, Visitor
 from adapters.webchat.writes import EndOfTurn
 from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
+from bridge.core.taps import Tap
 from bridge.text.mention_words import MENTION_WORD, mention_for_word
 from bridge.text.model import MentionKind
 from bridge.web.origin import origin_refusal
@@ -84,6 +87,7 @@ class WebchatAdapter(Adapter):
         redelivers=False,  # a page's resend is filtered by its room (`Room.seen`)
         posts_in_process=True,
         request_panel=True,
+        cards=True,
     )
     config_model: ClassVar[type[WebchatAccount]] = WebchatAccount
 
@@ -186,6 +190,7 @@ class WebchatAdapter(Adapter):
             html=out.text,
             protocol=out.protocol,
             run_id=out.run_id,
+            card=card_view(out.card) if out.card is not None else None,
         )
 
     async def _deliver(self, message: ChatMessage, member: Member) -> None:
@@ -201,6 +206,18 @@ class WebchatAdapter(Adapter):
                 timestamp=message.timestamp,
             )
         )
+
+    async def _tap(self, frame: TapFrame, room: Room, member: Member) -> dict[str, object]:
+        """A press on a card, as the session's member (the page cannot say who it is)."""
+        if self.taps is None:
+            return {"text": "Answers by button are not on here.", "accepted": False}
+        reply = await self.taps(Tap(
+            channel_type=self.channel_type, account=self.account, chat_id=room.name,
+            sender=Sender(id=member.client_id, name=member.name), data=frame.data,
+            text=frame.text, tap_id=frame.tap_id,
+        ))
+        return {"text": reply.text, "accepted": reply.accepted,
+                "wants_own_words": reply.wants_own_words}
 
     async def _to_base(self, request: web.Request) -> web.StreamResponse:
         raise web.HTTPFound(self.base)
@@ -219,7 +236,7 @@ class WebchatAdapter(Adapter):
         await ws.prepare(request)
         visitor = Visitor(request.remote or "unknown", next(self._connections))
         session = WebchatSession(ws, self.chat, self._deliver, ids=self.ids, visitor=visitor,
-                                 transport=request.transport, turn=self._turn)
+                                 transport=request.transport, turn=self._turn, tap=self._tap)
         self._sessions.add(session)
         try:
             await session.run()

@@ -44,9 +44,20 @@ class PingFrame(_ClientFrame):
     type: Literal["ping"]
 
 
-ClientFrame = Annotated[JoinFrame | SendFrame | PingFrame, Field(discriminator="type")]
-_CLIENT_FRAME: TypeAdapter[JoinFrame | SendFrame | PingFrame] = TypeAdapter(ClientFrame)
-CLIENT_FRAME_TYPES = ("join", "message", "ping")
+class TapFrame(_ClientFrame):
+    """A press on a card's button (`data` as the server drew it), or the card's own-words
+    answer (`text`). Who pressed is the session's member, never anything in the frame."""
+
+    type: Literal["tap"]
+    tap_id: ClientToken
+    data: str = Field(max_length=100)
+    text: str | None = Field(None, max_length=4000)
+
+
+AnyClientFrame = JoinFrame | SendFrame | PingFrame | TapFrame
+ClientFrame = Annotated[AnyClientFrame, Field(discriminator="type")]
+_CLIENT_FRAME: TypeAdapter[AnyClientFrame] = TypeAdapter(ClientFrame)
+CLIENT_FRAME_TYPES = ("join", "message", "ping", "tap")
 
 
 class FrameError(ValueError):
@@ -61,7 +72,7 @@ class FrameError(ValueError):
         return error_frame(self.code, str(self), client_message_id=self.client_message_id)
 
 
-def parse_client_frame(raw: str) -> JoinFrame | SendFrame | PingFrame:
+def parse_client_frame(raw: str) -> AnyClientFrame:
     """One text frame from the page → a typed frame, or `FrameError`; never anything else."""
     try:
         data = loads(raw)

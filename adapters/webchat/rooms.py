@@ -60,6 +60,8 @@ class ChatMessage:
     run_id: str | None = None
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
     edited: bool = False
+    card: dict[str, Any] | None = None
+    """A bot's question drawn with buttons (`adapters.webchat.cards.card_view`)."""
 
     def footprint(self) -> int:
         """About how many bytes of memory this message holds (what `history_bytes` counts)."""
@@ -70,6 +72,8 @@ class ChatMessage:
                 size += sys.getsizeof(value)
         if self.protocol:
             size += 2 * len(encode(self.protocol))  # the parsed dict costs more than its JSON
+        if self.card:
+            size += 2 * len(encode(self.card))
         return size
 
     def to_json(self) -> dict[str, Any]:
@@ -85,6 +89,7 @@ class ChatMessage:
             "run_id": self.run_id,
             "timestamp": self.timestamp.isoformat(),
             "edited": self.edited,
+            "card": self.card,
         }
 
 

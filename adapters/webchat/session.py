@@ -13,6 +13,7 @@ from adapters.webchat.frames import (
     JoinFrame,
     PingFrame,
     SendFrame,
+    TapFrame,
     encode,
     error_frame,
     parse_client_frame,
@@ -25,6 +26,8 @@ log = logging.getLogger(__name__)
 
 DeliverHuman = Callable[[ChatMessage, Member], Awaitable[None]]
 """Hands a new human message on to the bridge core."""
+AnswerTap = Callable[[TapFrame, Room, Member], Awaitable[dict[str, object]]]
+"""Hands a press on a card's button to the bridge core; returns the page's private reply."""
 
 
 class WebchatSession:
@@ -41,8 +44,10 @@ class WebchatSession:
         transport: PageTransport | None = None,
         send_timeout: float = SEND_TIMEOUT,
         turn: EndOfTurn | None = None,
+        tap: AnswerTap | None = None,
     ) -> None:
         self.ws = ws
+        self.tap = tap
         self.writer = PageWriter(ws, transport, turn or EndOfTurn(), send_timeout=send_timeout)
         """Frames to this page: written at the end of the loop's turn (see `writes.py`)."""
         self.chat = chat
@@ -90,6 +95,8 @@ class WebchatSession:
                 await self._post(frame)
             elif isinstance(frame, PingFrame):
                 await self.send_frame({"type": "pong"})
+            elif isinstance(frame, TapFrame):
+                await self._tap(frame)
         except FrameError as error:
             await self.send_frame(error.to_frame())
 
@@ -130,3 +137,16 @@ class WebchatSession:
             )
             return
         room.handed_off(message.id)
+
+    async def _tap(self, frame: TapFrame) -> None:
+        if self.room is None:
+            raise FrameError("not_joined", "join a room first")
+        if self.tap is None:
+            raise FrameError("no_cards", "this webchat does not take answers by button")
+        try:
+            reply = await self.tap(frame, self.room, self)
+        except Exception:
+            log.exception("webchat: the bridge could not take a tap on a card")
+            reply = {"text": "The bridge could not take this answer; try again.",
+                     "accepted": False}
+        await self.send_frame({"type": "tap_reply", "tap_id": frame.tap_id, **reply})

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -95,10 +96,54 @@ async def test_demo_page_shows_who_asked_depths_and_no_false_edits(demo) -> None
             await expect(asked.locator(".sender")).to_have_text("Ada")
             await expect(asked).to_have_class(re.compile(r"\bfrom-human\b"))
             await expect(asked.locator(".bot-badge")).to_have_count(0)
-            await expect(page.locator(".protocol-card.type-clarify")).to_be_visible()
+            await expect(page.locator(".question-card.state-open")).to_be_visible()  # a CLARIFY
             panel = page.locator("#request-list li")
             await expect(panel).to_have_count(1)
             await expect(panel).to_contain_text(re.compile(r"depth [12]/5"))  # CLARIFY: 2/5
             await expect(panel).not_to_contain_text("?/?")
+        finally:
+            await browser.close()
+
+
+async def test_a_bots_question_is_answered_with_one_click(demo, tmp_path: Path) -> None:
+    """The Rules bot asks which city, as a card with a button per city; one click answers
+    it for every page in the room, and the card says who answered."""
+    from playwright.async_api import async_playwright, expect
+
+    root = os.environ.get("BCN_TEST_ARTIFACTS")
+    shots = Path(root) / "webchat-cards" if root else tmp_path
+    shots.mkdir(parents=True, exist_ok=True)
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            pages = []
+            for name in ("Ada", "Bob"):
+                page = await browser.new_page(viewport={"width": 1200, "height": 800})
+                page.set_default_timeout(UI_WAIT_MS)
+                await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
+                await page.get_by_label("Your name", exact=True).fill(name)
+                await page.get_by_label("Room", exact=True).fill(DEMO_ROOM)
+                await page.get_by_role("button", name="Join").click()
+                await expect(page.locator("#status")).to_have_text("connected")
+                pages.append(page)
+            ada, bob = pages
+            composer = ada.get_by_label("Message", exact=True)
+            await composer.fill("/ask Rules weather")
+            await composer.press("Enter")
+            card = bob.locator(".question-card.state-open")
+            await expect(card).to_contain_text("Which city?")
+            await expect(card).to_contain_text("Rules asks")
+            await expect(card.locator(".question-left")).to_contain_text("left")
+            await bob.screenshot(path=str(shots / "card-open.png"), full_page=True)
+
+            await card.get_by_role("button", name="Tokyo").click()
+            for page in pages:
+                answered = page.locator(".question-card.state-answered")
+                await expect(answered).to_contain_text("answered by Bob (webchat): Tokyo")
+                await expect(answered.locator("button")).to_have_count(0)
+            response = ada.locator(".protocol-card.type-response")
+            await expect(response).to_contain_text("Tokyo")
+            await ada.screenshot(path=str(shots / "card-answered.png"), full_page=True)
+            assert (shots / "card-answered.png").stat().st_size > 0
         finally:
             await browser.close()

@@ -45,6 +45,7 @@
     backoff: BACKOFF_START_MS,
     maxLength: 4000,
     pending: new Map(), // client_message_id -> text, in the order typed; resent until acked
+    taps: new Map(), // tap_id -> the card's key, until the server answers the press
   };
 
   const ui = {
@@ -164,6 +165,99 @@
     return card;
   }
 
+  // A bot's question with buttons: a press sends the button's data; the server decides
+  // what it means and who pressed it (this page's own member, whatever the frame says).
+  function timeLeft(deadline) {
+    const ms = Date.parse(deadline) - Date.now();
+    if (!Number.isFinite(ms)) return "";
+    const seconds = Math.max(0, Math.floor(ms / 1000));
+    return `${Math.floor(seconds / 60)}:${String(seconds % 60).padStart(2, "0")} left`;
+  }
+
+  function questionCard(card) {
+    const state_ = listText(card.state) || "open";
+    const node = el("div", `question-card state-${state_.replace(/[^a-z]/g, "")}`);
+    node.dataset.cardKey = listText(card.key);
+    node.setAttribute("role", "group");
+    node.setAttribute("aria-label", "A bot's question");
+    node.append(el("p", "question-asker", `${listText(card.asker)} asks`));
+    node.append(el("p", "question-text", listText(card.question)));
+    const facts = el("p", "question-facts");
+    facts.append(el("code", "", listText(card.request_id)));
+    if (card.depth) facts.append(el("span", "", ` · depth ${depthText(card.depth)}`));
+    if (state_ === "open" && card.deadline) {
+      facts.append(el("span", "question-left", ` · ${timeLeft(card.deadline)}`));
+    }
+    node.append(facts);
+    if (state_ !== "open") {
+      node.append(el("p", "question-outcome", listText(card.outcome) || state_));
+      return node;
+    }
+    const buttons = el("div", "question-buttons");
+    let ownData = null;
+    for (const button of Array.isArray(card.buttons) ? card.buttons : []) {
+      const data = listText(button.data);
+      const press = el("button", `question-button role-${listText(button.role)}`,
+        listText(button.label));
+      press.type = "button";
+      press.dataset.tap = data;
+      if (button.role === "own") {
+        ownData = data;
+        press.addEventListener("click", () => {
+          const form = node.querySelector(".question-own");
+          if (form) { form.hidden = false; form.querySelector("input").focus(); }
+        });
+      } else {
+        press.addEventListener("click", () => tap(node, data, null));
+      }
+      buttons.append(press);
+    }
+    node.append(buttons);
+    if (ownData) {
+      const form = el("form", "question-own");
+      form.hidden = true;
+      const input = el("input", "");
+      input.type = "text";
+      input.maxLength = 4000;
+      input.placeholder = "Your answer";
+      input.setAttribute("aria-label", "Your answer");
+      const submit = el("button", "", "Answer");
+      submit.type = "submit";
+      form.append(input, submit);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        if (input.value.trim()) tap(node, ownData, input.value);
+      });
+      node.append(form);
+    }
+    node.append(el("p", "question-note"));
+    return node;
+  }
+
+  function tap(node, data, text) {
+    const tapId = randomId("t-");
+    state.taps.set(tapId, node.dataset.cardKey);
+    const note = node.querySelector(".question-note");
+    if (!send({ type: "tap", tap_id: tapId, data, text })) {
+      if (note) note.textContent = "Offline: not sent.";
+      return;
+    }
+    if (note) note.textContent = "Sending…";
+  }
+
+  function showTapReply(frame) {
+    const key = state.taps.get(frame.tap_id);
+    state.taps.delete(frame.tap_id);
+    const node = key ? ui.messages.querySelector(
+      `.question-card[data-card-key="${CSS.escape(key)}"]`) : null;
+    const note = node ? node.querySelector(".question-note") : null;
+    if (note) note.textContent = listText(frame.text);
+    if (node && frame.wants_own_words) {
+      const form = node.querySelector(".question-own");
+      if (form) { form.hidden = false; form.querySelector("input").focus(); }
+    }
+  }
+
   function renderRequests(items) {
     ui.requestList.replaceChildren();
     const list = Array.isArray(items) ? items : [];
@@ -220,7 +314,9 @@
     if (message.edited && kind === "final") head.append(el("span", "muted", "(edited)"));
     item.append(head);
 
-    if (message.protocol && typeof message.protocol === "object") {
+    if (message.card && typeof message.card === "object") {
+      item.append(questionCard(message.card));
+    } else if (message.protocol && typeof message.protocol === "object") {
       item.append(protocolCard(message.protocol));
     }
     const body = el("div", "message-body");
@@ -420,6 +516,7 @@
       }
     },
     pong() {},
+    tap_reply(frame) { showTapReply(frame); },
   };
 
   function handle(frame) {
