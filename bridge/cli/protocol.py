@@ -62,6 +62,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         kind_parser = kinds.add_parser(kind, help=f"build a {kind.upper()} message")
         for option in options:
             kind_parser.add_argument(f"--{option}", dest=option.replace("-", "_"), metavar="TEXT")
+        if kind == "clarify":
+            kind_parser.add_argument(
+                "--option", dest="options", action="append", metavar="TEXT",
+                help="a choice to offer (repeat for each, at most 10): shown as a button",
+            )
         kind_parser.add_argument("--depth", metavar="N/M", help="current/max depth (default 1/5)")
         kind_parser.add_argument(
             "--max-depth-cap",
@@ -114,6 +119,8 @@ def _build_command(args: argparse.Namespace) -> int:
         value = getattr(args, option.replace("-", "_"))
         if value is not None:
             arguments["from_" if option == "from" else option.replace("-", "_")] = value
+    if getattr(args, "options", None):
+        arguments["options"] = args.options
     try:
         if args.depth is not None:
             arguments["depth"] = _depth_option(args.depth)

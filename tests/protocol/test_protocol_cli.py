@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from bridge.cli import main
+from bridge.protocol import parse
 
 REQUEST = "```\n[REQUEST → @Mantis]\nFrom: Lotbot\nRequestId: r1\nTask: Check it\nDepth: 2/5\n```"
 
@@ -77,6 +78,17 @@ def test_build_broadcast_and_response(capsys: pytest.CaptureFixture[str]) -> Non
     assert main(["protocol", "build", "response", "--to", "Lotbot", "--from", "Mantis",
                  "--request-id", "r1", "--status", "done", "--depth", "5/5"]) == 0
     assert "Status: done\nDepth: 5/5\n```" in capsys.readouterr().out
+
+
+def test_build_clarify_with_options(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["protocol", "build", "clarify", "--to", "Ada", "--from", "Rules",
+                 "--request-id", "ada-1", "--question", "Which city?",
+                 "--option", "Paris", "--option", "New York"]) == 0
+    message = parse(capsys.readouterr().out)
+    assert message is not None and message.options == ("Paris", "New York")
+    assert main(["protocol", "build", "clarify", "--to", "Ada", "--from", "Rules",
+                 "--request-id", "ada-1", "--question", "q", "--option", "a | b"]) == 2
+    assert "must not contain |" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
