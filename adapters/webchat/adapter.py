@@ -16,7 +16,6 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
-from adapters.webchat.cards import card_view
 from adapters.webchat.chat import Webchat
 from adapters.webchat.config import WebchatAccount
 from adapters.webchat.frames import TapFrame
@@ -190,7 +189,7 @@ class WebchatAdapter(Adapter):
             html=out.text,
             protocol=out.protocol,
             run_id=out.run_id,
-            card=card_view(out.card) if out.card is not None else None,
+            card=out.card.view() if out.card is not None else None,
         )
 
     async def _deliver(self, message: ChatMessage, member: Member) -> None:

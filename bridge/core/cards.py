@@ -150,3 +150,20 @@ class Card:
             options=tuple(record.get("options") or ()), state=record.get("state", "open"),
             outcome=record.get("outcome", ""), lane=record.get("lane", ""),
         )
+
+    def view(self) -> dict[str, Any]:
+        """The card as JSON for a page (the webchat, the dashboard): what to draw, and each
+        button's data with its role (`option`, `own`, `stop`). Nothing in it is trusted
+        back: a press names data, checked against the store."""
+        buttons = []
+        for label, data in self.buttons():
+            choice = data.rsplit(":", 1)[-1]
+            buttons.append({"label": label, "data": data,
+                            "role": choice if choice in (STOP, OWN_WORDS) else "option"})
+        return {
+            "key": self.key, "state": self.state, "question": self.question,
+            "asker": self.asker, "requester": self.requester, "request_id": self.request_id,
+            "depth": {"current": self.depth[0], "max": self.depth[1]},
+            "deadline": self.deadline.isoformat() if self.deadline else None,
+            "options": list(self.options), "buttons": buttons, "outcome": self.outcome,
+        }

@@ -37,7 +37,7 @@ from bridge.core.cards import (
     read_button_data,
     requester_key,
 )
-from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef
+from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
 from bridge.core.outbox import Lane
 from bridge.core.taps import Tap, TapReply
 from bridge.protocol.options import options_in
@@ -45,6 +45,7 @@ from bridge.protocol.options import options_in
 if TYPE_CHECKING:
     from bridge.core.binding import Binding
     from bridge.core.context import RelayContext
+    from bridge.store.records import Conversation
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,46 @@ class Decisions:
         if read is None or card is None or not self._same_chat(card, tap):
             self._forged(tap)
             return TapReply("That button is not one of this chat's.")
-        choice = read[1]
+        return await self._decide(card, read[1], tap, platform=tap.channel_type)
+
+    async def operator_answer(self, request_id: str, operator: str, *, choice: str,
+                              text: str | None = None) -> TapReply | None:
+        """An operator answers from the dashboard: `choice` an option's text, `own` (with
+        `text`) or `stop`. The dashboard's sign-in is the identity (operators may answer
+        any question, whatever the binding's `answers`); the answer reaches the bot from
+        the question's chat as the operator's. None when the request shows no open card."""
+        card = await self.open_card(request_id)
+        if card is None:
+            return None
+        if choice in (STOP, OWN_WORDS):
+            picked = choice
+        elif choice in card.options:
+            picked = str(card.options.index(choice))
+        else:
+            return TapReply(f"{choice!r} is not one of this question's choices.", card=card)
+        lane = Lane.from_key(card.lane)
+        channel_type, _, account = lane.channel.partition(":")
+        tap = Tap(channel_type=channel_type, account=account, chat_id=lane.chat_id,
+                  sender=Sender(f"dashboard:{operator}", operator), data="",
+                  thread_id=lane.thread_id, text=text)
+        return await self._decide(card, picked, tap, platform="dashboard", check_who=False)
+
+    async def open_card(self, request_id: str) -> Card | None:
+        """The newest open card of a request (by its store key), if any."""
+        card = await self.latest_card(request_id)
+        return card if card is not None and card.is_open else None
+
+    async def latest_card(self, request_id: str) -> Card | None:
+        """The newest card of a request (by its store key), open or settled, if any."""
+        cards = await self.ctx.store.message_map.get(f"cards:{request_id}")
+        for key in reversed((cards or {}).get("keys", [])):
+            card = await self._card(key)
+            if card is not None:
+                return card
+        return None
+
+    async def _decide(self, card: Card, choice: str, tap: Tap, *, platform: str,
+                      check_who: bool = True) -> TapReply:
         if not card.is_open:
             return TapReply(self._settled_text(card), card=card)
         settled = await self._settled_elsewhere(card)
@@ -136,7 +176,7 @@ class Decisions:
         if conv.deadline <= self.ctx.clock():
             settled = await self._settle(card, "expired", "This question has expired.")
             return TapReply(self._settled_text(settled), card=settled)
-        if binding is None or not self._may_answer(binding, card, tap):
+        if check_who and (binding is None or not self._may_answer(binding, card, tap)):
             return TapReply("This question is not yours to answer.", card=card)
         if choice == OWN_WORDS and not (tap.text or "").strip():
             return TapReply("Type your answer.", card=card, wants_own_words=True)
@@ -148,7 +188,6 @@ class Decisions:
             settled = await self._settled_elsewhere(card)
             return TapReply(self._settled_text(settled) if settled else "Already answered.",
                             card=settled or card)
-        platform = tap.channel_type
         if choice == STOP:
             outcome = f"stopped by {tap.sender.name} ({platform})"
         else:
@@ -163,6 +202,22 @@ class Decisions:
                                 by=tap.sender.name, platform=platform, answer=answer)
         return TapReply("Stopped." if choice == STOP else f"Answered: {answer}",
                         accepted=True, card=settled)
+
+    async def moved_on(self, conv: Conversation) -> None:
+        """The conversation no longer waits for its question: answered by typing (an
+        `ANSWER` entry), or finished. Its open cards say which; a later tap is told so."""
+        if conv.finished:
+            await self.ended(conv.request_id, conv.status)
+            return
+        answer = next((entry for entry in reversed(conv.history) if entry.type == "ANSWER"),
+                      None)
+        if answer is None:
+            return
+        cards = await self.ctx.store.message_map.get(f"cards:{conv.request_id}")
+        for key in (cards or {}).get("keys", []):
+            card = await self._card(key)
+            if card is not None and card.is_open:
+                await self._settle(card, "answered", f"answered by {answer.from_} (typed)")
 
     async def ended(self, request_id: str, state: str) -> None:
         """The request (its store key) timed out or closed: each of its cards still open

@@ -228,6 +228,10 @@ class Relay:
     def _conversation_changed(self, conv: Conversation) -> None:
         self.events.publish("conversation", request_id=conv.request_id, status=conv.status,
                             chat=conv.chat)
+        if conv.status != "clarifying" and any(e.type == "CLARIFY" for e in conv.history):
+            # A question no longer waiting (answered by typing, closed, timed out): its
+            # cards say so. Only conversations that asked one cost the store read.
+            self.ctx.background.spawn(self.decisions.moved_on(conv), name="card-redraw")
 
     # ------------------------------------------------------------------ participants
     async def _on_link_event(self, name: str, payload: dict[str, Any]) -> None:

@@ -62,6 +62,8 @@ PAGE_HEADERS = {
 }
 OVERVIEW_EVERY = 1.0
 MAX_REASON_CHARS = 500
+MAX_ANSWER_CHARS = 4000
+"""An operator's own-words answer, at most (as the webchat's answer box)."""
 MAX_PAGE = 500
 
 Handler = Callable[[web.Request, Session], Awaitable[web.StreamResponse]]
@@ -116,6 +118,8 @@ class Dashboard:
         r.add_get("/dashboard/api/conversations/{request_id}", self._guarded(self.conversation))
         r.add_post("/dashboard/api/conversations/{request_id}/cancel",
                    self._guarded(self.cancel, action=True))
+        r.add_post("/dashboard/api/conversations/{request_id}/answer",
+                   self._guarded(self.answer, action=True))
         r.add_post("/dashboard/api/lanes/release", self._guarded(self.release, action=True))
         r.add_post("/dashboard/api/bindings/pause", self._guarded(self.pause, action=True))
         r.add_post("/dashboard/api/bindings/resume", self._guarded(self.resume, action=True))
@@ -330,6 +334,31 @@ class Dashboard:
             conv = await operator.cancel(request.match_info["request_id"],
                                          by=session.operator, reason=reason)
             return {"conversation": await self._views.conversation(conv.request_id)}
+
+        return await self._act(work)
+
+    async def answer(self, request: web.Request, session: Session) -> web.Response:
+        """Answer a bot's question as the signed-in operator: settled like a tap on its
+        card in any chat (first answer wins, everywhere)."""
+        assert self.relay is not None
+        decisions = self.relay.decisions
+
+        async def work() -> dict[str, Any]:
+            body = await self._body(request)
+            choice = self._text(body, "choice")
+            text = self._text(body, "text", required=False)[:MAX_ANSWER_CHARS] or None
+            request_id = request.match_info["request_id"]
+            reply = await decisions.operator_answer(request_id, session.operator,
+                                                    choice=choice, text=text)
+            if reply is None:
+                raise OperatorError(f"request {request_id!r} has no open question to answer",
+                                    404)
+            log.info("dashboard: %s answered %s with %r: %s", session.operator, request_id,
+                     choice, reply.text)
+            if not reply.accepted:
+                raise OperatorError(reply.text, 409)
+            return {"answered": True, "text": reply.text,
+                    "conversation": await self._views.conversation(request_id)}
 
         return await self._act(work)
 

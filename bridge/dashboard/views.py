@@ -149,4 +149,9 @@ class Views:
 
     async def conversation(self, request_id: str) -> dict[str, Any] | None:
         conv = await self.relay.ctx.tracker.get(request_id)
-        return None if conv is None else conversation_item(conv, self.now, history=True)
+        if conv is None:
+            return None
+        item = conversation_item(conv, self.now, history=True)
+        card = await self.relay.decisions.latest_card(conv.request_id)
+        item["card"] = card.view() if card is not None else None
+        return item

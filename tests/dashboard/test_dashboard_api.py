@@ -346,6 +346,44 @@ async def test_cancelling_a_stuck_request(
     assert status == 404
 
 
+async def test_answering_a_bots_question_from_the_dashboard(
+    system: System, operator: Operator, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The operator answers like a tap on the chat's card: first answer wins everywhere."""
+    caplog.set_level(logging.INFO)
+    await system.chat_adapter.say("room", "/ask Rules weather")
+
+    async def waiting() -> Any:
+        _, page = await operator.get("/dashboard/api/conversations", state="clarifying")
+        return page["items"]
+
+    request_id = (await wait_until(waiting))[0]["request_id"]
+    _, detail = await operator.get(f"/dashboard/api/conversations/{request_id}")
+    card = detail["card"]
+    assert card["state"] == "open" and "Tokyo" in card["options"]
+    path = f"/dashboard/api/conversations/{request_id}/answer"
+    status, body = await operator.act(path, {"choice": "Atlantis"})
+    assert status == 409 and "not one of this question's choices" in body["error"]
+    status, body = await operator.act(path, {"choice": "own"})
+    assert status == 409 and body["error"] == "Type your answer."
+    status, body = await operator.act(path, {"choice": "Tokyo"})
+    assert status == 200 and body["text"] == "Answered: Tokyo"
+    assert body["conversation"]["card"]["outcome"] == "answered by Grace (dashboard): Tokyo"
+    # The chat's card is redrawn, and the bot got the answer in the chat's conversation.
+    [posted] = [m for m in system.chat.messages if m.card is not None]
+    assert posted.card.outcome == "answered by Grace (dashboard): Tokyo"
+    await system.wait_for(lambda ms: [m for m in ms if m.sender == "Rules"
+                                      and m.card is None and "Tokyo" in m.text])
+    status, body = await operator.act(path, {"choice": "Paris"})
+    assert status == 404  # nothing open any more
+    tap = await system.chat_adapter.tap("room", posted.card.key and
+                                        f"bcn:{posted.card.key}:0", name="Bob", user_id="u-b")
+    assert not tap.accepted and "answered by Grace (dashboard)" in tap.text
+    assert f"Grace answered {request_id}" in caplog.text
+    status, _ = await operator.act("/dashboard/api/conversations/nope/answer", {"choice": "x"})
+    assert status == 404
+
+
 async def test_pausing_a_binding_keeps_its_messages_from_being_answered(
     system: System, operator: Operator
 ) -> None:

@@ -210,7 +210,7 @@ async def test_an_operator_watches_and_acts(
     composer = room.get_by_label("Message", exact=True)
     await composer.fill("/ask Rules weather")
     await composer.press("Enter")
-    await expect(room.locator(".protocol-card.type-clarify")).to_be_visible()
+    await expect(room.locator(".question-card.state-open")).to_be_visible()  # the CLARIFY
 
     await dashboard.bring_to_front()
     waiting = await request_id_in_state(dashboard, "clarifying")
@@ -269,6 +269,11 @@ async def test_an_operator_watches_and_acts(
     ]
     await expect(history.nth(0).locator(".route")).to_have_text("Ada → Rules")
     await expect(history.nth(1).locator(".route")).to_have_text("Rules → Ada")
+    # The bot's question, answerable from here: its choices, Stop, own words.
+    question = dashboard.locator("#detail-question")
+    await expect(question).to_contain_text("Which city?")
+    await expect(question.get_by_role("button", name="Tokyo")).to_be_visible()
+    await expect(question.get_by_label("Answer in your own words")).to_be_visible()
     await shots.take(dashboard, "detail")
 
     # Cancel the waiting request, with a reason: it turns failed, in the detail and the list.
@@ -287,6 +292,9 @@ async def test_an_operator_watches_and_acts(
         "cancelled by operator Ada: nobody will answer the question"
     )
     await shots.take(dashboard, "cancelled")
+    # The question's card, in the room and here, says it closed; its buttons are gone.
+    await expect(room.locator(".question-card.state-closed")).to_contain_text("closed")
+    await expect(question.get_by_role("button", name="Tokyo")).to_have_count(0)
     # The room is told who cancelled its request.
     await expect(room.locator("li.message", has_text="cancelled by operator Ada")).to_have_count(1)
 

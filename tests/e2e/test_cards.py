@@ -201,3 +201,22 @@ async def test_a_tap_after_the_deadline_before_the_sweep_is_expired(start_system
     reply = await system.chat_adapter.tap("room", option(question, "Paris"))
     assert not reply.accepted and "expired" in reply.text
     await system.wait_for(lambda ms: question.card.state == "expired")
+
+
+async def test_a_typed_answer_settles_the_card_too(start_system):
+    system = await start_system()
+    question = await ask_weather(system)
+    paris = option(question, "Paris")
+    await system.chat_adapter.say("room", "Oslo", reply_to=question.ref.message_id)
+    await system.wait_for(lambda ms: not question.card.is_open)
+    assert question.card.outcome == "answered by Ada (typed)"
+    late = await system.chat_adapter.tap("room", paris, name="Bob", user_id="u-bob")
+    assert not late.accepted and "answered by Ada (typed)" in late.text
+
+
+async def test_a_question_closed_elsewhere_says_closed(start_system):
+    system = await start_system()
+    question = await ask_weather(system)
+    await system.app.relay.operator.cancel(question.card.request_id, by="Grace", reason="")
+    await system.wait_for(lambda ms: not question.card.is_open)
+    assert question.card.state == "closed" and question.card.buttons() == []

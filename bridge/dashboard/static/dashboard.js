@@ -65,6 +65,7 @@
     detailId: byId("detail-id"),
     detailSummary: byId("detail-summary"),
     detailHistory: byId("detail-history"),
+    detailQuestion: byId("detail-question"),
     detailError: byId("detail-error"),
     closeDetail: byId("close-detail"),
     cancelButton: byId("cancel-request"),
@@ -871,10 +872,79 @@
     }));
     if (!history.length) ui.detailHistory.append(el("li", "muted", "No messages recorded."));
 
+    renderQuestion(item.card, item.request_id);
+
     const waiting = WAITING.has(state);
     ui.cancelButton.hidden = !waiting || !ui.cancelForm.hidden;
     if (!waiting) ui.cancelForm.hidden = true;
     tick();
+  }
+
+  // A bot's question, answerable from here as from any chat's card: the first answer
+  // anywhere wins, and the chat's cards are redrawn with "answered by <you> (dashboard)".
+  function renderQuestion(card, requestId) {
+    const box = ui.detailQuestion;
+    if (!card || typeof card !== "object") {
+      box.hidden = true;
+      box.replaceChildren();
+      return;
+    }
+    const kept = box.querySelector(".question-result");
+    const keptText = kept && box.dataset.key === str(card.key) ? kept.textContent : "";
+    box.dataset.key = str(card.key);
+    box.hidden = false;
+    const open = card.state === "open";
+    const parts = [el("h4", "", `${str(card.asker)} asks`),
+      el("p", "question-text", str(card.question))];
+    if (!open) parts.push(el("p", "question-outcome", str(card.outcome) || str(card.state)));
+    if (open) {
+      const buttons = el("div", "question-buttons");
+      for (const option of Array.isArray(card.options) ? card.options : []) {
+        const press = el("button", "question-option", str(option));
+        press.type = "button";
+        press.addEventListener("click", () => answerQuestion(requestId, str(option), null));
+        buttons.append(press);
+      }
+      const stop = el("button", "danger", "Stop");
+      stop.type = "button";
+      stop.addEventListener("click", () => answerQuestion(requestId, "stop", null));
+      buttons.append(stop);
+      parts.push(buttons);
+      const form = el("form", "question-own");
+      const input = el("input", "");
+      input.maxLength = 4000;
+      input.placeholder = "Answer in your own words";
+      input.setAttribute("aria-label", "Answer in your own words");
+      const submit = el("button", "", "Answer");
+      submit.type = "submit";
+      form.append(input, submit);
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        if (input.value.trim()) answerQuestion(requestId, "own", input.value);
+      });
+      parts.push(form);
+    }
+    const result = el("p", "question-result result", keptText);
+    result.setAttribute("role", "status");
+    parts.push(result);
+    box.replaceChildren(...parts);
+  }
+
+  async function answerQuestion(requestId, choice, text) {
+    const result = ui.detailQuestion.querySelector(".question-result");
+    if (result) result.textContent = "Answering…";
+    try {
+      const data = await api(`/conversations/${encodeURIComponent(requestId)}/answer`,
+        { body: text === null ? { choice } : { choice, text } });
+      if (data && data.conversation && app.openId === requestId) renderDetail(data.conversation);
+      const now = ui.detailQuestion.querySelector(".question-result");
+      if (now) now.textContent = str(data && data.text);
+      loadList();
+    } catch (error) {
+      const now = ui.detailQuestion.querySelector(".question-result");
+      if (now) now.textContent = `Not answered: ${error.message}`;
+      loadDetail();
+    }
   }
 
   async function cancelRequest(event) {
