@@ -14,7 +14,9 @@ before the REST call that made it has returned. Outbound, bots' replies go throu
 bridge's webhook of the parent channel under each bot's name, or — without Manage
 Webhooks, or with `display: prefix` — as the bridge's bot under a bold name; a command's
 answer goes through its interaction while that is still possible. Nothing here sleeps on a
-429: the outbox owns waiting and order, so every failure becomes a `SendError`.
+429: the outbox owns waiting and order, so every failure becomes a `SendError`. A bot's
+question shows as a card with buttons, and a press on one goes to the core as a tap,
+answered within Discord's 3 seconds (`cards.py`).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from pydantic import BaseModel
 
 from adapters.discord import endpoints
 from adapters.discord.backfill import Backfill, ChannelLocks, Cursors, HistoryChannel
+from adapters.discord.cards import CardTaps, is_card_interaction
 from adapters.discord.channels import ChannelLookup
 from adapters.discord.commands import (
     InteractionRecord,
@@ -97,6 +100,7 @@ class DiscordAdapter(Adapter):
         threads=True,
         typing=True,
         min_edit_interval=1.5,
+        cards=True,
     )
     config_model: ClassVar[type[BaseModel]] = DiscordAccountConfig
 
@@ -128,6 +132,7 @@ class DiscordAdapter(Adapter):
         self._channels_seen: set[int] = set()
         self._people = ServerDirectory()
         self._claimed = False
+        self._cards = CardTaps(account, lambda: self.taps, self._locate, self._background)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -208,6 +213,7 @@ class DiscordAdapter(Adapter):
             "on_message": self._on_message,
             "on_raw_message_edit": self._on_raw_message_edit,
             "on_raw_message_delete": self._on_raw_message_delete,
+            "on_interaction": self._on_interaction,
         }
 
     def _server_handlers(self) -> dict[str, Handler]:
@@ -482,6 +488,14 @@ class DiscordAdapter(Adapter):
             return
         async with self._locks(channel_id):
             await self.sink(inbound)
+
+    async def _on_interaction(self, shard: Shard, interaction: discord.Interaction) -> None:
+        """A press on a card's button or its modal's submit (slash commands go through the
+        command tree). Not held at the shard's gate: Discord wants an answer within 3 s, and
+        a tap is settled by the store, not by its place among the channel's messages."""
+        if self._stopping or shard.closed or not is_card_interaction(interaction):
+            return
+        await self._cards.handle(interaction)
 
     def _bound(self, location: Location) -> bool:
         return any(binding.matches(self.channel, location.chat_id, location.thread_id)

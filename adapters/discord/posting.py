@@ -12,7 +12,8 @@ shard's cache or over REST (`channels.py`), and calls go through the instance's 
 client. Every call carries the `allowed_mentions` built from its own text. discord.py's
 webhook client sleeps through 429s and 5xx answers, so every webhook call is bounded by
 `webhook_timeout`; whatever fails becomes a `SendError` for the outbox, which owns waiting
-and order.
+and order. A bot's question with a card (`Outbound.card`) gets its line and buttons
+whichever way it goes (`cards.py`); the edit that redraws it once settled removes them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any, TypeVar
 import aiohttp
 import discord
 
+from adapters.discord.cards import card_view, with_card
 from adapters.discord.channels import ChannelLookup
 from adapters.discord.commands import InteractionRecord
 from adapters.discord.config import DiscordAccountConfig
@@ -49,6 +51,17 @@ T = TypeVar("T")
 
 DISCORD_ERRORS = (discord.DiscordException, aiohttp.ClientError, OSError)
 """What a discord.py call can fail with (HTTP errors, connection errors)."""
+
+KEEP: Any = discord.utils.MISSING
+"""Leave a message's components as they are (a post or an edit of anything but a card)."""
+
+
+def buttons_of(out: Outbound) -> Any:
+    """What a post or edit sends as components: a card's buttons, None (take them away)
+    once it is settled, or nothing at all for any other message."""
+    if out.card is None:
+        return KEEP
+    return card_view(out.card)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,7 +152,8 @@ class Poster:
 
     async def _landed(self, key: str, place: Place, out: Outbound) -> int | None:
         """A previous attempt's post of this part, if it reached Discord (see post_journal)."""
-        texts = {out.text, with_prefix(out.sender_label, out.text)}
+        texts = {with_card(out.text, out.card),
+                 with_card(with_prefix(out.sender_label, out.text), out.card)}
 
         async def is_ours(message: discord.Message) -> bool:
             if message.content not in texts:
@@ -188,11 +202,12 @@ class Poster:
                 return None
             try:
                 message = await self._in_time(hook.send(
-                    out.text,
+                    with_card(out.text, out.card),
                     username=webhook_username(out.sender_label),
                     avatar_url=self.config.avatar_for(out.sender_label) or discord.utils.MISSING,
                     allowed_mentions=mentions,
                     thread=discord.Object(place.thread) if place.thread else discord.utils.MISSING,
+                    view=buttons_of(out) or KEEP,
                     wait=True,
                 ), "execute webhook")
             except DISCORD_ERRORS as exc:
@@ -202,7 +217,11 @@ class Poster:
                     self.webhooks.forget(place.parent.id)
                     continue
                 raise send_error(exc, "execute webhook") from exc
-            await self.state.put(f"sent:{message.id}", {"via": "webhook", "webhook": str(hook.id)})
+            # The thread too: the core's redraw of a card names only the chat.
+            await self.state.put(f"sent:{message.id}", {
+                "via": "webhook", "webhook": str(hook.id),
+                **({"thread": str(place.thread)} if place.thread else {}),
+            })
             return place.ref(message.id)
         return None
 
@@ -218,7 +237,8 @@ class Poster:
         )
         try:
             message = await target.send(
-                with_prefix(out.sender_label, out.text), allowed_mentions=mentions,
+                with_card(with_prefix(out.sender_label, out.text), out.card),
+                allowed_mentions=mentions, view=buttons_of(out) or KEEP,
                 reference=reference,  # type: ignore[arg-type]
             )
         except DISCORD_ERRORS as exc:
@@ -235,7 +255,8 @@ class Poster:
             return None
         try:
             message = await self._in_time(record.webhook(self.session).send(
-                out.text, ephemeral=record.ephemeral, allowed_mentions=mentions, wait=True
+                with_card(out.text, out.card), ephemeral=record.ephemeral,
+                allowed_mentions=mentions, view=buttons_of(out) or KEEP, wait=True,
             ), "answer a slash command")
         except DISCORD_ERRORS as exc:
             if is_expired_interaction(exc):
@@ -254,13 +275,16 @@ class Poster:
 
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
         mentions = allowed_mentions(out.text, out.binding)
+        view = buttons_of(out)
         await self._change(
             ref, "edit message",
             as_bot=lambda message: message.edit(
-                content=with_prefix(out.sender_label, out.text), allowed_mentions=mentions
+                content=with_card(with_prefix(out.sender_label, out.text), out.card),
+                allowed_mentions=mentions, view=view,
             ),
             by_webhook=lambda hook, message_id, thread: hook.edit_message(
-                message_id, content=out.text, allowed_mentions=mentions, thread=thread
+                message_id, content=with_card(out.text, out.card), allowed_mentions=mentions,
+                thread=thread, view=view,
             ),
         )
 
@@ -306,7 +330,8 @@ class Poster:
         self, sent: dict[str, Any], place: Place
     ) -> tuple[discord.Webhook, Any]:
         """The webhook a message was posted by (the channel's, or an interaction's)."""
-        thread = discord.Object(place.thread) if place.thread else discord.utils.MISSING
+        thread_id = place.thread or int(sent.get("thread") or 0)
+        thread = discord.Object(thread_id) if thread_id else discord.utils.MISSING
         if sent.get("via") == "interaction":
             record = await self._interaction(str(sent.get("interaction")))
             if record is None or not record.usable(datetime.now(UTC)):

@@ -7,6 +7,11 @@ One aiohttp server on 127.0.0.1 speaks what discord.py speaks to Discord:
   create, execute with `?wait&thread_id`, edit and delete their messages), guild application
   commands (`PUT`), interaction callbacks and followups. JSON answers carry exactly
   `Content-Type: application/json` (discord.py reads anything else as text).
+- Message components, as Discord checks them: action rows of at most 5 buttons, at most 5
+  rows, labels of at most 80 characters, `custom_id`s of at most 100, unique per message.
+  A webhook post carries interactive components only when its webhook belongs to an
+  application (`application_id`: the bot created it); another's webhook gets 400, and its
+  components are ignored unless the call says `with_components`.
 - The gateway at `/gateway/` (`gateway_url`), in `tests/fakes/discord_gateway.py`: HELLO,
   heartbeat ACK, IDENTIFY → READY (whose `resume_gateway_url` points at `/resume-gateway/`
   of this same server) → GUILD_CREATE, REQUEST_GUILD_MEMBERS → GUILD_MEMBERS_CHUNK, RESUME →
@@ -16,7 +21,10 @@ One aiohttp server on 127.0.0.1 speaks what discord.py speaks to Discord:
   the "developer portal" has off closes the socket with 4014, a wrong token with 4004.
 - Events: MESSAGE_CREATE for every post — a webhook's carries `webhook_id`, and is sent
   *before* the REST call that made it returns, as Discord often does — MESSAGE_UPDATE,
-  MESSAGE_DELETE, GUILD_ROLE_UPDATE, INTERACTION_CREATE.
+  MESSAGE_DELETE, GUILD_ROLE_UPDATE, INTERACTION_CREATE — for slash commands
+  (`push_interaction`), button presses on a message's components (`push_component`) and
+  submitted modals (`submit_modal`). Every interaction callback is kept on its
+  `FakeInteraction` (type, content, flags, a modal's form).
 - Faults: 429 with the headers discord.py reads (`Via`, a JSON `retry_after`, the
   `X-RateLimit-*` family), any API error by status and code, stalled and dropped requests,
   dropped gateway connections and close codes.
@@ -88,6 +96,12 @@ class Posted:
     pinged: dict[str, Any]
     ephemeral: bool = False
     edits: int = 0
+    components: list[dict[str, Any]] = field(default_factory=list)
+    """The message's action rows as shown now (empty once an edit took them away)."""
+
+    def custom_ids(self) -> list[str]:
+        return [button["custom_id"] for row in self.components
+                for button in row.get("components", []) if "custom_id" in button]
 
 
 @dataclass
@@ -109,11 +123,14 @@ class FakeWebhook:
     guild_id: int
     name: str
     creator: dict[str, Any]
+    application_id: int | None = None
+    """The application that created it (a bot's webhooks); only these can post buttons."""
 
     def as_json(self, with_token: bool = True) -> dict[str, Any]:
         found = {"id": str(self.id), "type": 1, "channel_id": str(self.channel_id),
                  "guild_id": str(self.guild_id), "name": self.name, "avatar": None,
-                 "application_id": None, "user": self.creator}
+                 "application_id": str(self.application_id) if self.application_id else None,
+                 "user": self.creator}
         if with_token:
             found["token"] = self.token
         return found
@@ -126,11 +143,21 @@ class FakeInteraction:
     channel_id: int
     guild_id: int
     response: int | None = None
-    """The callback type it was answered with (4 message, 5 deferred), None until then."""
+    """The callback type it was answered with (4 message, 5 deferred, 6 deferred update,
+    7 update, 9 modal), None until then."""
     ephemeral: bool = False
     original: int | None = None
     followups: list[int] = field(default_factory=list)
     expired: bool = False
+    kind: int = 2
+    """2 slash command, 3 message component, 5 modal submit."""
+    user_id: int = 0
+    message_id: int | None = None
+    """The message whose component was pressed (component interactions)."""
+    custom_id: str = ""
+    callback: dict[str, Any] | None = None
+    """The callback's `data` as the client sent it (content and flags, or a modal's form)."""
+
 
 
 class FakeDiscord:
@@ -349,15 +376,70 @@ class FakeDiscord:
         registered = {c["name"]: c for c in self.commands.get(guild.id, [])}
         spec = registered[command]  # KeyError: the bot never registered it here
         interaction_id = self.ids.at(created) if created else self.ids.next()
-        found = FakeInteraction(interaction_id, p.url_token(180), channel_id, guild.id)
-        self.interactions[interaction_id] = found
-        channel_data = self._channel(channel_id)
-        data = {
-            "id": str(interaction_id), "application_id": str(BOT_ID), "type": 2,
-            "data": {"id": spec["id"], "name": command, "type": 1, "guild_id": str(guild.id),
-                     "options": [{"name": k, "type": 3, "value": v}
-                                 for k, v in (options or {}).items()]},
-            "guild_id": str(guild.id), "channel_id": str(channel_id), "channel": channel_data,
+        found = FakeInteraction(interaction_id, p.url_token(180), channel_id, guild.id,
+                                user_id=int(author["id"]))
+        inner = {"id": spec["id"], "name": command, "type": 1, "guild_id": str(guild.id),
+                 "options": [{"name": k, "type": 3, "value": v}
+                             for k, v in (options or {}).items()]}
+        self._send_interaction(found, author, inner)
+        return found
+
+    def push_component(
+        self, message_id: int, author: dict[str, Any], custom_id: str, *, unchecked: bool = False
+    ) -> FakeInteraction:
+        """Someone presses a button of a message. Discord only sends a `custom_id` the
+        message shows now; `unchecked=True` sends any (a stale client, a forged payload)."""
+        message = self.messages[message_id]
+        if not unchecked and custom_id not in self.posted[message_id].custom_ids():
+            raise KeyError(f"message {message_id} has no button {custom_id!r}")
+        channel_id = int(message["channel_id"])
+        found = FakeInteraction(self.ids.next(), p.url_token(180), channel_id,
+                                self._guild_of(channel_id).id, kind=3,
+                                user_id=int(author["id"]), message_id=message_id,
+                                custom_id=custom_id)
+        self._send_interaction(found, author, {"custom_id": custom_id, "component_type": 2},
+                               message=message)
+        return found
+
+    def submit_modal(
+        self, opened_by: FakeInteraction, author: dict[str, Any], values: dict[str, str]
+    ) -> FakeInteraction:
+        """Someone fills in the modal an interaction was answered with and submits it:
+        each text input by its `custom_id`, nested as the modal nested it."""
+        form = opened_by.callback
+        if opened_by.response != 9 or form is None:
+            raise ValueError("that interaction was not answered with a modal")
+
+        def filled(component: dict[str, Any]) -> dict[str, Any]:
+            if component.get("type") == 4:
+                return {"type": 4, "custom_id": component["custom_id"],
+                        "value": values.get(component["custom_id"], "")}
+            inner = component.get("components") or (
+                [component["component"]] if "component" in component else [])
+            key = "components" if "components" in component else "component"
+            done = [filled(child) for child in inner]
+            return {"type": component["type"], key: done if key == "components" else done[0]}
+
+        found = FakeInteraction(self.ids.next(), p.url_token(180), opened_by.channel_id,
+                                opened_by.guild_id, kind=5, user_id=int(author["id"]),
+                                message_id=opened_by.message_id, custom_id=form["custom_id"])
+        inner = {"custom_id": form["custom_id"],
+                 "components": [filled(c) for c in form.get("components", [])]}
+        message = self.messages.get(opened_by.message_id or 0)
+        self._send_interaction(found, author, inner, message=message)
+        return found
+
+    def _send_interaction(self, found: FakeInteraction, author: dict[str, Any],
+                          inner: dict[str, Any], *, message: dict[str, Any] | None = None
+                          ) -> None:  # fmt: skip
+        """INTERACTION_CREATE as Discord sends it: the member (with its roles and
+        permissions), the channel, and for a component the message it is on."""
+        self.interactions[found.id] = found
+        guild = self.guilds[found.guild_id]
+        data: dict[str, Any] = {
+            "id": str(found.id), "application_id": str(BOT_ID), "type": found.kind,
+            "data": inner, "guild_id": str(guild.id), "channel_id": str(found.channel_id),
+            "channel": self._channel(found.channel_id),
             "guild": {"id": str(guild.id), "locale": "en-US", "features": []},
             "member": {**guild.members[int(author["id"])],
                        "permissions": str(p.BRIDGE_PERMISSIONS)},
@@ -366,10 +448,19 @@ class FakeDiscord:
             "authorizing_integration_owners": {"0": str(guild.id)}, "context": 0,
             "attachment_size_limit": 10_485_760,
         }
+        if message is not None:
+            data["message"] = message
         self.dispatch("INTERACTION_CREATE", data, guild.id)
-        return found
 
     # -- inspection ----------------------------------------------------------------------
+
+    def told(self, interaction: FakeInteraction) -> str | None:
+        """What the person who interacted was told: the callback's content, else (after a
+        deferral) the followup that replaced "is thinking…"."""
+        content = (interaction.callback or {}).get("content")
+        if content is None and interaction.followups:
+            content = self.messages[interaction.followups[0]]["content"]
+        return content
 
     def calls_to(self, route: str) -> list[Call]:
         return [call for call in self.calls if call.route == route]
@@ -582,10 +673,13 @@ class FakeDiscord:
         body = call.body or {}
         if (problem := _check_content(body.get("content"))) is not None:
             return problem
+        components = _checked_components(body.get("components"))
+        if isinstance(components, web.Response):
+            return components
         reference = body.get("message_reference") or {}
         replied = self.messages.get(int(reference["message_id"])) if reference else None
         data = self._message(channel_id, self.bot, body["content"], reply_to=replied,
-                             allowed=body.get("allowed_mentions"),
+                             allowed=body.get("allowed_mentions"), components=components,
                              author_member=self._guild_of(channel_id).members.get(BOT_ID))
         self.versions[int(data["id"])] = [body["content"]]
         await self._deliver(data)
@@ -600,7 +694,10 @@ class FakeDiscord:
         body = call.body or {}
         if (problem := _check_content(body.get("content"))) is not None:
             return problem
-        self._edit(data, body["content"], body.get("allowed_mentions"))
+        components = _checked_components(body.get("components"))
+        if isinstance(components, web.Response):
+            return components
+        self._edit(data, body["content"], body.get("allowed_mentions"), components)
         return _json(data)
 
     async def _delete_message(self, request: web.Request, call: Call) -> web.Response:
@@ -634,9 +731,17 @@ class FakeDiscord:
         if len([h for h in self.webhooks.values() if h.channel_id == channel_id]) >= 15:
             return _error(400, 30007, "Maximum number of webhooks reached (15)")
         hook = FakeWebhook(self.ids.next(), p.url_token(68), channel_id,
-                           self._guild_of(channel_id).id, name, self.bot)
+                           self._guild_of(channel_id).id, name, self.bot, BOT_ID)
         self.webhooks[hook.id] = hook
         return _json(hook.as_json())
+
+    def add_user_webhook(self, channel_id: int, creator: dict[str, Any], name: str = "hook"
+                         ) -> FakeWebhook:  # fmt: skip
+        """A webhook a person made in the channel settings: no application owns it."""
+        hook = FakeWebhook(self.ids.next(), p.url_token(68), channel_id,
+                           self._guild_of(channel_id).id, name, creator)
+        self.webhooks[hook.id] = hook
+        return hook
 
     def delete_webhook(self, webhook_id: int) -> None:
         """Someone removed the webhook in the channel settings."""
@@ -675,10 +780,13 @@ class FakeDiscord:
             return _invalid("username", problem)
         if (problem := _check_content(body.get("content"))) is not None:
             return problem
+        components = _webhook_components(hook, call)
+        if isinstance(components, web.Response):
+            return components
         author = {"id": str(hook.id), "username": username or hook.name, "avatar": None,
                   "discriminator": "0000", "bot": True, "global_name": None}
         data = self._message(target, author, body["content"], webhook_id=hook.id,
-                             allowed=body.get("allowed_mentions"))
+                             allowed=body.get("allowed_mentions"), components=components)
         self.versions[int(data["id"])] = [body["content"]]
         await self._deliver(data)
         if call.query.get("wait") in ("1", "true", "True"):
@@ -704,7 +812,11 @@ class FakeDiscord:
         body = call.body or {}
         if (problem := _check_content(body.get("content"))) is not None:
             return problem
-        self._edit(data, body["content"], body.get("allowed_mentions"))
+        hook = self.webhooks[int(call.params["webhook"])]
+        components = _webhook_components(hook, call)
+        if isinstance(components, web.Response):
+            return components
+        self._edit(data, body["content"], body.get("allowed_mentions"), components)
         return _json(data)
 
     async def _delete_webhook_message(self, request: web.Request, call: Call) -> web.Response:
@@ -744,8 +856,15 @@ class FakeDiscord:
             return _error(400, 40060, "Interaction has already been acknowledged.")
         body = call.body or {}
         kind, data = int(body["type"]), body.get("data") or {}
+        if kind in (6, 7, 9) and found.kind == 2:
+            return _error(400, 40004, "Interaction response type not allowed here")
+        if kind == 9 and (problem := _modal_problem(data)) is not None:
+            return problem
         found.response = kind
+        found.callback = data
         found.ephemeral = bool(int(data.get("flags") or 0) & 64)
+        if kind in (6, 7, 9):
+            return await self._update_or_modal(found, kind, data)
         message = self._message(found.channel_id, self.bot, data.get("content") or "",
                                 allowed=data.get("allowed_mentions"), flags=data.get("flags") or 0,
                                 ephemeral=found.ephemeral, kind=20)
@@ -753,12 +872,30 @@ class FakeDiscord:
         if kind == 4:
             await self._deliver(message, dispatch=not found.ephemeral)
         return _json({
-            "interaction": {"id": str(found.id), "type": 2,
+            "interaction": {"id": str(found.id), "type": found.kind,
                             "response_message_id": message["id"],
                             "response_message_loading": kind == 5,
                             "response_message_ephemeral": found.ephemeral},
             "resource": {"type": kind, "message": message},
         })
+
+    async def _update_or_modal(self, found: FakeInteraction, kind: int, data: dict[str, Any]
+                               ) -> web.Response:  # fmt: skip
+        """A component's answer that changes its message (7), acknowledges it silently (6),
+        or opens a modal (9): no new message."""
+        message = self.messages.get(found.message_id or 0)
+        if kind == 7 and message is not None:
+            components = _checked_components(data.get("components"))
+            if isinstance(components, web.Response):
+                return components
+            self._edit(message, data.get("content", message["content"]),
+                       data.get("allowed_mentions"), components)
+        answer: dict[str, Any] = {"interaction": {"id": str(found.id), "type": found.kind},
+                                  "resource": {"type": kind}}
+        if kind in (6, 7) and message is not None:
+            answer["resource"]["message"] = message
+            answer["interaction"]["response_message_id"] = message["id"]
+        return _json(answer)
 
     async def _followup(self, call: Call) -> web.Response:
         found = self._interaction_by_token(call.params["token"])
@@ -825,6 +962,7 @@ class FakeDiscord:
         flags: int = 0,
         ephemeral: bool = False,
         kind: int | None = None,
+        components: list[dict[str, Any]] | None = None,
     ) -> dict[str, Any]:
         """Store a new message the way Discord resolves it, and what it showed."""
         guild = self._guild_of(channel_id)
@@ -843,9 +981,11 @@ class FakeDiscord:
             webhook_id=webhook_id, flags=flags, kind=kind,
         )
         message_id = int(data["id"])
+        data["components"] = components or []
         self.messages[message_id] = data
         self.posted[message_id] = Posted(message_id, channel_id, author["username"], content,
-                                         webhook_id, pinged, ephemeral)
+                                         webhook_id, pinged, ephemeral,
+                                         components=list(components or []))
         self.note_change()
         return data
 
@@ -857,12 +997,16 @@ class FakeDiscord:
         if self.echo_before_response:
             await self.gateway.flushed()
 
-    def _edit(self, data: dict[str, Any], content: str, allowed: dict[str, Any] | None) -> None:
+    def _edit(self, data: dict[str, Any], content: str, allowed: dict[str, Any] | None,
+              components: list[dict[str, Any]] | None = None) -> None:  # fmt: skip
+        """`components` None: the edit left them as they were."""
         data["content"] = content
         data["edited_timestamp"] = p.iso()
         message_id = int(data["id"])
         posted = self.posted[message_id]
         posted.content = content
+        if components is not None:
+            data["components"] = posted.components = list(components)
         posted.edits += 1
         if message_id in self.versions:
             self.versions[message_id].append(content)
@@ -929,6 +1073,64 @@ def _check_content(content: Any) -> web.Response | None:
         return _error(400, 50006, "Cannot send an empty message")
     if len(content) > 2000:
         return _invalid("content", "Must be 2000 or fewer in length.")
+    return None
+
+
+MAX_ROWS, MAX_PER_ROW, MAX_LABEL, MAX_CUSTOM_ID = 5, 5, 80, 100
+
+
+def _checked_components(value: Any) -> list[dict[str, Any]] | web.Response | None:
+    """A message's `components` as Discord checks them; None when the call has none."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or len(value) > MAX_ROWS:
+        return _invalid("components", f"Must be {MAX_ROWS} or fewer in length.")
+    seen: set[str] = set()
+    for row in value:
+        if row.get("type") != 1:
+            return _invalid("components", "Top-level components must be action rows.")
+        buttons = row.get("components") or []
+        if not 1 <= len(buttons) <= MAX_PER_ROW:
+            return _invalid("components", f"An action row holds 1 to {MAX_PER_ROW} buttons.")
+        for button in buttons:
+            if button.get("type") != 2:
+                return _invalid("components", "Only buttons are understood by this fake.")
+            if len(button.get("label") or "") > MAX_LABEL:
+                return _invalid("label", f"Must be {MAX_LABEL} or fewer in length.")
+            if button.get("style") == 5:
+                continue  # a link button: a url, no custom_id
+            custom_id = button.get("custom_id")
+            if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= MAX_CUSTOM_ID:
+                return _invalid("custom_id", f"Must be between 1 and {MAX_CUSTOM_ID} in length.")
+            if custom_id in seen:
+                return _invalid("custom_id", "Component custom id cannot be duplicated")
+            seen.add(custom_id)
+    return value
+
+
+def _webhook_components(hook: FakeWebhook, call: Call
+                        ) -> list[dict[str, Any]] | web.Response | None:  # fmt: skip
+    """Components on a webhook post: an application's webhook may carry any; another's
+    only non-interactive ones, and only when the call says `with_components`."""
+    checked = _checked_components((call.body or {}).get("components"))
+    if checked is None or isinstance(checked, web.Response) or hook.application_id:
+        return checked
+    if call.query.get("with_components") not in ("1", "true", "True"):
+        return None  # ignored, as Discord does
+    if any(button.get("style") != 5 for row in checked for button in row["components"]):
+        return _invalid("components", "Interactive components can only be sent by "
+                                      "application-owned webhooks.")
+    return checked
+
+
+def _modal_problem(data: dict[str, Any]) -> web.Response | None:
+    custom_id = data.get("custom_id")
+    if not isinstance(custom_id, str) or not 1 <= len(custom_id) <= MAX_CUSTOM_ID:
+        return _invalid("custom_id", f"Must be between 1 and {MAX_CUSTOM_ID} in length.")
+    if not 1 <= len(data.get("title") or "") <= 45:
+        return _invalid("title", "Must be between 1 and 45 in length.")
+    if not 1 <= len(data.get("components") or []) <= MAX_ROWS:
+        return _invalid("components", f"A modal holds 1 to {MAX_ROWS} components.")
     return None
 
 
