@@ -6,23 +6,36 @@ polling or a webhook route on the bridge's web server. Both feed the same update
 one handler turns updates into `Inbound`s in order. Sending never sleeps on a 429: the
 core's outbox owns waiting and ordering, so PTB runs without a rate limiter and every
 `RetryAfter` becomes a `TransientSendError(retry_after=…)`.
+
+A bot's question is a card (`adapters.telegram.cards`): an inline keyboard under the text,
+always posted by the main bot (Telegram sends a button's `callback_query` to the bot that
+posted it, and only the main bot receives updates). Presses and own-words answers are
+`adapters.telegram.taps`.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
-from telegram import Bot, Chat, Message, ReplyParameters, Update
+from telegram import Bot, Chat, InlineKeyboardMarkup, Message, ReplyParameters, Update
 from telegram.constants import ChatAction, ParseMode
 from telegram.error import BadRequest, Forbidden, TelegramError
 from telegram.ext import Application, ApplicationBuilder, ContextTypes, TypeHandler
 from telegram.request import HTTPXRequest
 
+from adapters.telegram.cards import card_text, keyboard
 from adapters.telegram.config import TelegramAccountConfig
-from adapters.telegram.errors import is_not_modified, is_parse_error, send_error, start_error
+from adapters.telegram.errors import (
+    is_not_editable,
+    is_not_modified,
+    is_parse_error,
+    send_error,
+    start_error,
+)
 from adapters.telegram.inbound import CHANNEL_TYPE, chat_message, chat_title, to_inbound
 from adapters.telegram.outbound import (
     MAX_TEXT,
@@ -35,8 +48,15 @@ from adapters.telegram.polling import PollingHealth, PollingRequest
 from adapters.telegram.puppets import PuppetBots
 from adapters.telegram.redaction import protect_tokens, redact
 from adapters.telegram.startup import privacy_warning, register_commands
+from adapters.telegram.taps import CardTaps
 from adapters.telegram.webhook import BadUpdate, WebhookRoute
-from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
+from bridge.core.adapter import (
+    Adapter,
+    Capabilities,
+    Diagnosis,
+    InboundSink,
+    PermanentSendError,
+)
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
 
@@ -51,6 +71,7 @@ ALLOWED_UPDATES = (
     Update.CHANNEL_POST,
     Update.EDITED_CHANNEL_POST,
     Update.MY_CHAT_MEMBER,
+    Update.CALLBACK_QUERY,
 )
 
 T = TypeVar("T")
@@ -70,6 +91,7 @@ class TelegramAdapter(Adapter):
         threads=True,
         typing=True,
         min_edit_interval=1.0,
+        cards=True,
     )
     config_model: ClassVar[type[BaseModel]] = TelegramAccountConfig
 
@@ -102,6 +124,7 @@ class TelegramAdapter(Adapter):
         self._requests: list[HTTPXRequest] = []
         self._poll_lease: PollLease | None = None
         self._journal: UpdateJournal | None = None
+        self._card_taps = CardTaps(self, lambda: self._bot)
         if config.mode == "webhook":
             self._mount_webhook()
 
@@ -265,12 +288,18 @@ class TelegramAdapter(Adapter):
     async def _relay(self, update: Update, context: ContextTypes.DEFAULT_TYPE) -> None:
         if update.my_chat_member is not None:
             self._note_chat(update.my_chat_member.chat)
+        if update.callback_query is not None:
+            await self._card_taps.on_callback(update.callback_query)
+            return
         found = chat_message(update)
         if found is None:
             return
         message = found.message
         self._note_chat(message.chat)
         if message.from_user is not None and message.from_user.id in self._own_ids:
+            return
+        if await self._card_taps.own_words(message, is_edit=found.is_edit,
+                                           bot_id=context.bot.id):
             return
         inbound = to_inbound(update, account=self.account, bot_username=context.bot.username)
         if inbound is None:
@@ -316,6 +345,7 @@ class TelegramAdapter(Adapter):
             if out.reply_to and out.reply_to.isdigit()
             else None
         )
+        out, markup = self._drawn(out)
 
         def post(bot: Bot) -> TelegramCall[Message]:
             def call(text: str, parse_mode: str | None) -> Awaitable[Message]:
@@ -325,11 +355,12 @@ class TelegramAdapter(Adapter):
                     parse_mode=parse_mode,
                     message_thread_id=thread_id,
                     reply_parameters=reply,
+                    reply_markup=markup,
                 )
 
             return call
 
-        message = await self._as_sender(out, post, "sendMessage")
+        message = await self._as_sender(out, post, "sendMessage", puppet=out.card is None)
         return PlatformRef(
             chat_id=str(message.chat.id),
             message_id=str(message.message_id),
@@ -337,17 +368,50 @@ class TelegramAdapter(Adapter):
         )
 
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
+        drawn, markup = self._drawn(out)
+        if drawn.card is None:
+            await self._as_sender(drawn, self._editor(ref, markup), "editMessageText")
+            return
+        try:
+            await self._as_sender(drawn, self._editor(ref, markup), "editMessageText",
+                                  puppet=False)
+        except PermanentSendError as exc:
+            if not is_not_editable(exc):
+                raise
+            # A streamed reply a puppet posted became a card: the main bot cannot edit the
+            # puppet's message, and buttons on it would call the puppet, which receives
+            # nothing. Its text still changes; typed answers still answer it.
+            log.warning("telegram:%s: a card in a puppet's message shows without buttons",
+                        self.account)
+            await self._as_sender(drawn, self._editor(ref, None), "editMessageText")
+
+    @staticmethod
+    def _editor(
+        ref: PlatformRef, markup: InlineKeyboardMarkup | None
+    ) -> Callable[[Bot], TelegramCall[Any]]:
+        """`editMessageText` of `ref` as one bot, with `markup` (None sends none)."""
         chat_id = platform_chat_id(ref.chat_id)
 
         def change(bot: Bot) -> TelegramCall[Any]:
             def call(text: str, parse_mode: str | None) -> Awaitable[Any]:
                 return bot.edit_message_text(
-                    text, chat_id=chat_id, message_id=int(ref.message_id), parse_mode=parse_mode
+                    text, chat_id=chat_id, message_id=int(ref.message_id), parse_mode=parse_mode,
+                    reply_markup=markup,
                 )
 
             return call
 
-        await self._as_sender(out, change, "editMessageText")
+        return change
+
+    def _drawn(self, out: Outbound) -> tuple[Outbound, InlineKeyboardMarkup | None]:
+        """`out` with its card drawn: the text with the card's line, and the keyboard while
+        it is open. Once settled there is none: an edit without one takes the buttons away.
+        A message without a card is left alone."""
+        card = out.card
+        if card is None:
+            return out, None
+        text = card_text(out.text, card, self.state.clock(), MAX_TEXT)
+        return replace(out, text=text), keyboard(card)
 
     async def typing(self, chat_id: str, thread_id: str | None = None) -> None:
         """A cosmetic hint: failures are logged, never raised, and never retried."""
@@ -367,18 +431,26 @@ class TelegramAdapter(Adapter):
         return self._app.bot
 
     async def _as_sender(
-        self, out: Outbound, call_for: Callable[[Bot], TelegramCall[T]], action: str
+        self,
+        out: Outbound,
+        call_for: Callable[[Bot], TelegramCall[T]],
+        action: str,
+        *,
+        puppet: bool = True,
     ) -> T:
-        """Make the call as the reply's puppet if it has one, else as the main bot.
+        """Make the call as the reply's puppet if it has one (and `puppet`), else as the
+        main bot.
 
         A puppet that cannot post here (not a member, kicked) hands the message to the
         main bot, which posts it with the name prefix: a reply is never lost to that.
         """
-        puppet = self._puppets.for_label(out.sender_label) if out.sender_label else None
-        if puppet is not None:
+        puppet_bot = (
+            self._puppets.for_label(out.sender_label) if out.sender_label and puppet else None
+        )
+        if puppet_bot is not None:
             try:
                 return await self._with_plain_fallback(
-                    call_for(puppet), out.text, visible_text(out.text), action
+                    call_for(puppet_bot), out.text, visible_text(out.text), action
                 )
             except TelegramError as exc:
                 if not isinstance(exc, Forbidden | BadRequest) or is_not_modified(exc):

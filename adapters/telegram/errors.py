@@ -42,6 +42,11 @@ def is_not_modified(exc: TelegramError) -> bool:
     return isinstance(exc, BadRequest) and "message is not modified" in exc.message.lower()
 
 
+def is_not_editable(exc: SendError) -> bool:
+    """The message belongs to another bot (a puppet's), so this one cannot edit it."""
+    return "message can't be edited" in str(exc).lower()
+
+
 def retry_after_seconds(exc: RetryAfter) -> float:
     """Seconds to wait; PTB 22 warns that `retry_after` turns from int into timedelta."""
     with warnings.catch_warnings():

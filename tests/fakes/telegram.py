@@ -7,6 +7,12 @@ long polls wake on new updates and on shutdown), registers webhooks and POSTs up
 them, and injects faults: 429 with `retry_after`, any Bot API error, dropped connections,
 and HTML Telegram cannot parse. Several tokens (main bot and puppets) have their own
 identity, and sent messages are stored per chat so edits behave like Telegram's.
+
+Inline keyboards are checked as Telegram checks them (`callback_data` 1–64 bytes) and kept
+on the message; an edit without `reply_markup` drops them, as Telegram's does. A press is a
+`callback_query` update (`callback_query` / `push_callback`) delivered to the bot that posted
+the message, and must be answered once with `answerCallbackQuery` (text at most 200). As
+Telegram's, updates of a kind the bot left out of its `allowed_updates` never reach it.
 """
 
 from __future__ import annotations
@@ -42,6 +48,9 @@ _TEXT_FIELDS = frozenset({"text", "parse_mode", "url", "secret_token", "action",
 """Fields PTB sends as raw strings; every other field is JSON-encoded."""
 
 _ids = itertools.count(1_000_000)
+
+_MARKUPS = frozenset({"inline_keyboard", "keyboard", "remove_keyboard", "force_reply"})
+"""What a `reply_markup` must be one of (an empty object is none of them)."""
 
 
 def user(
@@ -181,6 +190,12 @@ class FakeTelegram:
         """Calls held right now (see `hold`)."""
         self.held: dict[str, int] = {}
         """method -> how many more calls go through before the next ones are held."""
+        self.allowed_updates: dict[str, list[str]] = {}
+        """token -> the update kinds its bot last asked for (getUpdates, setWebhook)."""
+        self.callback_answers: dict[str, dict[str, Any]] = {}
+        """callback query id -> the answerCallbackQuery call's parameters."""
+        self._callbacks: dict[str, str] = {}
+        """callback query id -> the token of the bot it was delivered to."""
         self._release = asyncio.Event()
         self._inboxes: dict[str, _Inbox] = defaultdict(_Inbox)
         self._message_ids: dict[int, itertools.count[int]] = {}
@@ -360,6 +375,8 @@ class FakeTelegram:
         if "update_id" not in update:
             update = {"update_id": inbox.next_id, **update}
             inbox.next_id += 1
+        if not self.wanted(token, update):
+            return 0  # Telegram never sends it
         headers = {}
         sent_secret = hook.secret_token if secret == "" else secret
         if sent_secret is not None:
@@ -369,6 +386,62 @@ class FakeTelegram:
             session.post(hook.url, json=update, headers=headers) as response,
         ):
             return response.status
+
+    def callback_query(
+        self,
+        chat_id: int,
+        message_id: int,
+        sender: dict[str, Any],
+        data: str | None,
+        *,
+        game: bool = False,
+    ) -> tuple[str, dict[str, Any]]:
+        """A press on a button of a bot's message: (the bot's token, the update body).
+
+        As Telegram does, the query goes to the bot that posted the message and carries the
+        message as it is now; `data=None` with `game=True` is a game's query (no data).
+        """
+        key = (chat_id, message_id)
+        token = self.message_owner[key]
+        query_id = str(next(_ids))
+        query: dict[str, Any] = {
+            "id": query_id,
+            "from": sender,
+            "message": self.messages[key],
+            "chat_instance": f"ci{chat_id}",
+        }
+        if data is not None:
+            query["data"] = data
+        if game:
+            query["game_short_name"] = "game"
+        self._callbacks[query_id] = token
+        return token, {"callback_query": query}
+
+    def push_callback(self, chat_id: int, message_id: int, sender: dict[str, Any],
+                      data: str | None, **kwargs: Any) -> str:  # fmt: skip
+        """Someone presses a button; its bot gets the update (getUpdates). Returns the
+        query's id."""
+        token, update = self.callback_query(chat_id, message_id, sender, data, **kwargs)
+        self.push_update(token, update)
+        return str(update["callback_query"]["id"])
+
+    async def wait_for_answer(self, query_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The parameters of the answerCallbackQuery for `query_id`, once it came."""
+        return await self.wait_until(lambda: self.callback_answers.get(query_id), timeout)
+
+    def unanswered(self) -> list[str]:
+        """Callback queries delivered and never answered (Telegram's spinner keeps going)."""
+        return [query for query in self._callbacks if query not in self.callback_answers]
+
+    def keyboard(self, chat_id: int, message_id: int) -> list[list[dict[str, Any]]]:
+        """The inline keyboard a message shows now ([] for none)."""
+        markup = self.messages[(chat_id, message_id)].get("reply_markup") or {}
+        return list(markup.get("inline_keyboard") or [])
+
+    def wanted(self, token: str, update: dict[str, Any]) -> bool:
+        """Would Telegram deliver `update` to this bot, given its `allowed_updates`?"""
+        allowed = self.allowed_updates.get(token)
+        return not allowed or any(kind in update for kind in allowed)
 
     # -- inspection ----------------------------------------------------------------------
 
@@ -471,6 +544,8 @@ class FakeTelegram:
             # As Telegram does: a second getUpdates ends the one in progress with a 409.
             inbox.polling.set()
         terminated = inbox.polling = asyncio.Event()
+        if params.get("allowed_updates"):
+            self.allowed_updates[bot.token] = list(params["allowed_updates"])
         try:
             offset = int(params.get("offset") or 0)
             if offset:
@@ -487,6 +562,7 @@ class FakeTelegram:
             if terminated.is_set():
                 return _error(409, "Conflict: terminated by other getUpdates request; make "
                               "sure that only one bot instance is running")
+            inbox.updates = [u for u in inbox.updates if self.wanted(bot.token, u)]
             limit = int(params.get("limit") or 100)
             return _ok(inbox.updates[:limit])
         finally:
@@ -501,6 +577,8 @@ class FakeTelegram:
 
     async def _m_setWebhook(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
         self.webhooks[bot.token] = Webhook(params["url"], params.get("secret_token"))
+        if params.get("allowed_updates"):
+            self.allowed_updates[bot.token] = list(params["allowed_updates"])
         return _ok(True)
 
     async def _m_getWebhookInfo(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
@@ -529,7 +607,12 @@ class FakeTelegram:
             return _error(400, "Bad Request: message text is empty")
         if len(text.encode("utf-16-le")) // 2 > 4096:
             return _error(400, "Bad Request: message is too long")
+        markup, problem = _inline_keyboard(params.get("reply_markup"))
+        if problem is not None:
+            return problem
         extra: dict[str, Any] = {}
+        if markup:
+            extra["reply_markup"] = markup
         reply = params.get("reply_parameters") or {}
         if reply.get("message_id"):
             extra["reply_to"] = int(reply["message_id"])
@@ -550,16 +633,35 @@ class FakeTelegram:
         text, problem = self._visible(params)
         if problem is not None:
             return problem
-        if self.messages[key].get("text") == text:
+        markup, problem = _inline_keyboard(params.get("reply_markup"))
+        if problem is not None:
+            return problem
+        current = self.messages[key]
+        if current.get("text") == text and current.get("reply_markup") == markup:
             return _error(
                 400,
                 "Bad Request: message is not modified: specified new message content and reply "
                 "markup are exactly the same as a current content and reply markup of the message",
             )
-        edited = {**self.messages[key], "text": text, "edit_date": int(time.time())}
+        # As Telegram's: an edit without a keyboard (or with an empty one) drops the old one.
+        edited = {k: v for k, v in current.items() if k != "reply_markup"}
+        edited.update({"text": text, "edit_date": int(time.time())})
+        if markup:
+            edited["reply_markup"] = markup
         self.messages[key] = edited
         self.versions.setdefault(key, []).append(text)
         return _ok(edited)
+
+    async def _m_answerCallbackQuery(self, bot: BotAccount, params: dict[str, Any]
+                                     ) -> web.Response:  # fmt: skip
+        query_id = str(params.get("callback_query_id", ""))
+        if self._callbacks.get(query_id) != bot.token or query_id in self.callback_answers:
+            return _error(400, "Bad Request: query is too old and response timeout expired or "
+                          "query ID is invalid")
+        if len(str(params.get("text", "")).encode("utf-16-le")) // 2 > 200:
+            return _error(400, "Bad Request: MESSAGE_TOO_LONG")
+        self.callback_answers[query_id] = params
+        return _ok(True)
 
     async def _m_getFile(self, bot: BotAccount, params: dict[str, Any]) -> web.Response:
         file_id = params["file_id"]
@@ -617,6 +719,32 @@ async def _decode(request: web.Request) -> dict[str, Any]:
         except json.JSONDecodeError:
             params[key] = value
     return params
+
+
+def _inline_keyboard(markup: Any) -> tuple[dict[str, Any] | None, web.Response | None]:
+    """(the inline keyboard to keep on the message, or None; an error as Telegram's).
+
+    Other markups (ForceReply, a reply keyboard) are accepted and not kept: Telegram does not
+    show them on the message either.
+    """
+    if markup is None:
+        return None, None
+    if not isinstance(markup, dict) or not _MARKUPS & markup.keys():
+        return None, _error(400, "Bad Request: can't parse reply keyboard markup JSON object")
+    if "inline_keyboard" not in markup:
+        return None, None
+    rows = markup["inline_keyboard"]
+    if not isinstance(rows, list) or not all(isinstance(row, list) for row in rows):
+        return None, _error(400, "Bad Request: can't parse inline keyboard button")
+    for row in rows:
+        for button in row:
+            if not isinstance(button, dict) or not button.get("text"):
+                return None, _error(400, "Bad Request: can't parse inline keyboard button")
+            data = button.get("callback_data")
+            if data is not None and not 1 <= len(str(data).encode()) <= 64:
+                return None, _error(400, "Bad Request: BUTTON_DATA_INVALID")
+    kept = [row for row in rows if row]
+    return ({"inline_keyboard": kept} if kept else None), None
 
 
 def _ok(result: Any) -> web.Response:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,6 +17,7 @@ from bridge.core.model import Outbound
 from bridge.web.server import WebServer
 from tests.fakes.telegram import FakeTelegram
 from tests.support.received import Received
+from tests.support.running_bridge import WAIT, BridgeStarter, RunningBridge, bridge_config
 
 for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(
@@ -94,3 +97,41 @@ def outbound(text: str, *, sender: str = "Mantis", chat: int = GROUP, **fields: 
     return Outbound(
         binding=binding(chat, thread), conversation="c1", sender_label=sender, text=text, **fields
     )
+
+
+@dataclass
+class System(RunningBridge):
+    """A whole bridge (embedded hub, relay, example bots) with its Telegram account on `fake`."""
+
+    fake: FakeTelegram | None = None
+
+    async def shown(self, predicate: Callable[[list[str]], Any]) -> Any:
+        """Wait until `predicate(texts the bots posted, as shown now)` is truthy."""
+        fake = self.fake
+        assert fake is not None
+        return await fake.wait_until(lambda: predicate(fake.bot_texts(GROUP)), WAIT)
+
+
+StartSystem = Callable[..., Awaitable[System]]
+
+
+@pytest.fixture
+async def start_system(tmp_path: Path, fake: FakeTelegram) -> AsyncIterator[StartSystem]:
+    """Start a bridge whose `telegram:main` account is bound to GROUP (group `demo`);
+    `binding` adds keys to that binding, the other keywords go to the account."""
+    starter = BridgeStarter(tmp_path)
+
+    async def start(
+        *, bots: bool = True, stream: bool = True, deliver: str = "raw",
+        binding: dict[str, Any] | None = None, **account: Any,
+    ) -> System:
+        config = bridge_config(
+            tmp_path,
+            bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
+                       "protocol": {"enabled": True, "deliver": deliver}, **(binding or {})}],
+            accounts={"telegram": {"main": account_config(fake, **account)}},
+        )
+        return await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
+
+    yield start
+    await starter.close()

@@ -2,52 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import pytest
-from telegram_support import BOT_USERNAME, GROUP, PUPPET_TOKEN, TOKEN, account_config
+from telegram_support import BOT_USERNAME, GROUP, PUPPET_TOKEN, TOKEN
 
 from bridge.protocol import build_request, parse
-from tests.fakes.telegram import FakeTelegram, user
-from tests.support.running_bridge import WAIT, BridgeStarter, RunningBridge, bridge_config
+from tests.fakes.telegram import user
 
 ADA = user("Ada", user_id=601)
 LOTBOT = user("Lotbot", username="lotbot", is_bot=True, user_id=4242)
-
-
-@dataclass
-class System(RunningBridge):
-    fake: FakeTelegram | None = None
-
-    async def shown(self, predicate: Callable[[list[str]], Any]) -> Any:
-        """Wait until `predicate(texts the bots posted, as shown now)` is truthy."""
-        fake = self.fake
-        assert fake is not None
-        return await fake.wait_until(lambda: predicate(fake.bot_texts(GROUP)), WAIT)
-
-
-@pytest.fixture
-async def start_system(
-    tmp_path: Path, fake: FakeTelegram
-) -> AsyncIterator[Callable[..., Any]]:
-    starter = BridgeStarter(tmp_path)
-
-    async def start(
-        *, bots: bool = True, stream: bool = True, deliver: str = "raw", **account: Any
-    ) -> System:
-        config = bridge_config(
-            tmp_path,
-            bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
-                       "protocol": {"enabled": True, "deliver": deliver}}],
-            accounts={"telegram": {"main": account_config(fake, **account)}},
-        )
-        return await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
-
-    yield start
-    await starter.close()
 
 
 def without_prefix(text: str, name: str) -> str | None:
