@@ -8,6 +8,12 @@ restart or a second instance drops it too), the app's own messages by its bot id
 rest becomes `Inbound`s. Sending never sleeps on a 429 itself, except that edits wait their
 turn in the workspace's `chat.update` pace: the core's outbox owns retries and order, and
 every rate limit becomes a `TransientSendError(retry_after=…)`.
+
+A bot's question (`Outbound.card`) is posted with Block Kit buttons (`adapters.slack.cards`).
+A press is acked at once, outside the event queue (a press must not wait behind a backlog
+of messages, and Slack fails it in front of the person after 3 s), then settled by the core
+(`self.taps`); the person hears the outcome privately (`chat.postEphemeral`), and "Answer in
+my own words" opens a modal whose submission is settled the same way.
 """
 
 from __future__ import annotations
@@ -23,7 +29,19 @@ from slack_bolt.async_app import AsyncApp
 from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
-from adapters.slack.bolt_app import PayloadKind, build_app
+from adapters.slack.bolt_app import ACK_BUDGET, PayloadKind, build_app
+from adapters.slack.cards import (
+    ANSWER_BLOCK,
+    MAX_INPUT_ERROR,
+    OwnWordsMetadata,
+    Press,
+    Submission,
+    card_blocks,
+    own_words_view,
+    read_press,
+    read_submission,
+    shorten,
+)
 from adapters.slack.commands import (
     COMMAND_PREFIX,
     PendingCommand,
@@ -63,8 +81,10 @@ from bridge.background import Background
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
+from bridge.core.taps import Tap, TapReply
 from bridge.retry import Backoff
 from bridge.store import transient
+from bridge.text.render_slack import escape_slack
 
 if TYPE_CHECKING:
     from bridge.web.server import WebServer
@@ -91,6 +111,7 @@ class SlackAdapter(Adapter):
         threads=True,
         typing=False,
         min_edit_interval=1.5,
+        cards=True,
         replies=False,  # a reply is a thread here, not a reference to one message
     )
     config_model: ClassVar[type[BaseModel]] = SlackAccountConfig
@@ -114,6 +135,9 @@ class SlackAdapter(Adapter):
         self._socket: SocketConnection | None = None
         self._queue: asyncio.Queue[Payload] | None = None
         self._worker = Background(self.channel)
+        self._interactions = Background(f"{self.channel}:taps")
+        """Presses and modal submissions being settled after their ack."""
+        self._unreadable_logged = False
         self._people = People(self._web, account, ttl=config.name_cache_seconds)
         self.pacer = Pacer(config.edits_per_minute)
         """Turns for `chat.update` across the whole workspace."""
@@ -149,7 +173,8 @@ class SlackAdapter(Adapter):
         self._people.remember({"id": identity.user_id, "name": identity.name, "is_bot": True})
         for warning in scope_warnings(identity, self.account):
             log.warning(warning)
-        app = build_app(client, name=self.channel, identity=identity, receive=self._receive)
+        app = build_app(client, name=self.channel, identity=identity, receive=self._receive,
+                        pressed=self._pressed, submitted=self._submitted)
         self._queue = asyncio.Queue()
         self._worker.spawn(self._work(self._queue), name=f"{self.channel}:events")
         if settings.mode == "socket":
@@ -206,6 +231,7 @@ class SlackAdapter(Adapter):
                 )
         self._queue = None
         await self._worker.cancel_all()
+        await self._interactions.cancel_all()
         session, self._session = self._session, None
         if session is not None:
             await session.close()
@@ -222,7 +248,12 @@ class SlackAdapter(Adapter):
         secret = self.settings.signing_secret
         assert secret is not None  # the config model requires it in http mode
         self.route = EventsRoute(self.account, secret.get_secret_value(), lambda: self._app)
-        self.web.app.router.add_post(self.settings.events_path(self.account), self.route.handle)
+        events = self.settings.events_path(self.account)
+        self.web.app.router.add_post(events, self.route.handle)
+        interactivity = self.settings.interactivity_path(self.account)
+        if interactivity != events:
+            # Button presses and modal submissions: signed like events, read by the same app.
+            self.web.app.router.add_post(interactivity, self.route.handle)
 
     def _web(self) -> AsyncWebClient:
         if self._client is None:
@@ -416,13 +447,16 @@ class SlackAdapter(Adapter):
     # -- outbound ----------------------------------------------------------------------
 
     async def send(self, out: Outbound) -> PlatformRef:
-        if out.reply_to and out.reply_to.startswith(COMMAND_PREFIX) and out.parts == 1:
+        if (out.reply_to and out.reply_to.startswith(COMMAND_PREFIX) and out.parts == 1
+                and out.card is None):  # a card is redrawn later: it needs a message to edit
             answered = await self._answer_command(out)
             if answered is not None:
                 return answered
         channel = out.binding.chat
         thread = out.thread_id or out.binding.thread
         fields = post_fields(out, self.identity.can_customize, self.settings)
+        if out.card is not None:
+            fields["blocks"] = card_blocks(fields["text"], out.card)
         try:
             response = await self._web().chat_postMessage(
                 channel=channel, thread_ts=thread, **fields
@@ -440,11 +474,13 @@ class SlackAdapter(Adapter):
         if ref.message_id.startswith(COMMAND_PREFIX):
             return  # an answer given through a response_url has no message to edit
         await self.pacer.wait()
+        text = shown_text(out, self.identity.can_customize)
+        # A card is redrawn whole (its buttons go once it is settled); other edits leave
+        # the message's blocks alone, and it has none.
+        blocks = card_blocks(text, out.card) if out.card is not None else None
         try:
             await self._web().chat_update(
-                channel=ref.chat_id,
-                ts=ref.message_id,
-                text=shown_text(out, self.identity.can_customize),
+                channel=ref.chat_id, ts=ref.message_id, text=text, blocks=blocks,
             )
         except CALL_ERRORS as exc:
             if is_rate_limited(exc):
@@ -497,3 +533,117 @@ class SlackAdapter(Adapter):
         if response.status_code == 200:
             return None
         return f"HTTP {response.status_code} {str(response.body)[:80]}"
+
+    # -- cards: presses and the own-words modal ------------------------------------------
+
+    def _pressed(self, body: dict[str, Any]) -> None:
+        """A press, already acked: settled in the background (Bolt must return now)."""
+        self._interactions.spawn(self._press(body), name=f"{self.channel}:press")
+
+    async def _press(self, body: dict[str, Any]) -> None:
+        """Settle a press and tell the person privately; never raises (a failure is logged
+        and the person told, when they can be)."""
+        press = read_press(body)
+        if press is None:
+            self._unreadable("a block_actions payload without a user, channel or value")
+            return
+        try:
+            sender = await self._person(press.user_id, press.user_name)
+            reply = await self._tap(Tap(
+                channel_type=self.channel_type, account=self.account, chat_id=press.channel,
+                sender=sender, data=press.data, thread_id=press.thread, tap_id=press.tap_id,
+            ))
+            if reply.wants_own_words:
+                await self._open_own_words(press, reply)
+                return
+            await self._tell(press.channel, press.user_id, press.thread, reply.text)
+        except Exception as exc:
+            log.error("slack:%s could not settle a press on a card in %s: %s", self.account,
+                      press.channel, describe(exc), exc_info=not isinstance(exc, CALL_ERRORS))
+            await self._tell(press.channel, press.user_id, press.thread,
+                             "Something went wrong with that button; please try again.")
+
+    async def _open_own_words(self, press: Press, reply: TapReply) -> None:
+        """Open the modal for an answer in one's own words (with the press's trigger, good
+        for 3 s); when Slack will not, the person is told to type the answer instead."""
+        metadata = OwnWordsMetadata(press.data, press.channel, press.thread)
+        try:
+            await self._web().views_open(trigger_id=press.trigger_id,
+                                         view=own_words_view(reply.card, metadata))
+        except CALL_ERRORS as exc:
+            log.warning("slack:%s could not open the answer box in %s: %s", self.account,
+                        press.channel, describe(exc))
+            typed = f" as `Re: {reply.card.request_id}: …`" if reply.card is not None else ""
+            await self._tell(press.channel, press.user_id, press.thread,
+                             f"Could not open the answer box; type your answer{typed}.")
+
+    async def _submitted(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """An own-words answer, settled within the ack's budget when it can be, so that a
+        refusal shows under the modal's input; past the budget the modal closes and the
+        outcome follows as an ephemeral message. What to ack with, or None (close it)."""
+        submission = read_submission(body)
+        if submission is None:
+            self._unreadable("a view_submission without a user or its card's metadata")
+            return None
+        ack: asyncio.Future[dict[str, Any] | None] = asyncio.get_running_loop().create_future()
+        self._interactions.spawn(self._own_words(submission, ack),
+                                 name=f"{self.channel}:own-words")
+        await asyncio.wait({ack}, timeout=ACK_BUDGET)
+        if not ack.done():
+            ack.set_result(None)  # Slack's 3 s are nearly up: close the modal, tell later
+        return ack.result()
+
+    async def _own_words(self, submission: Submission,
+                         ack: asyncio.Future[dict[str, Any] | None]) -> None:
+        """Settle an own-words answer; say how it went: accepted, privately in the chat;
+        refused, under the modal's input while its ack is still to be sent, else privately.
+        Never raises."""
+        metadata = submission.metadata
+        try:
+            sender = await self._person(submission.user_id, submission.user_name)
+            reply = await self._tap(Tap(
+                channel_type=self.channel_type, account=self.account,
+                chat_id=metadata.channel, sender=sender, data=metadata.data,
+                thread_id=metadata.thread, text=submission.text,
+                tap_id=f"view-{submission.view_id}" if submission.view_id else "",
+            ))
+            text, accepted = reply.text, reply.accepted
+        except Exception as exc:
+            log.error("slack:%s could not settle an own-words answer in %s: %s", self.account,
+                      metadata.channel, describe(exc), exc_info=not isinstance(exc, CALL_ERRORS))
+            text, accepted = "Something went wrong; please try again.", False
+        if not accepted and not ack.done():
+            ack.set_result({"response_action": "errors",
+                            "errors": {ANSWER_BLOCK: shorten(text, MAX_INPUT_ERROR)}})
+            return
+        if not ack.done():
+            ack.set_result(None)
+        await self._tell(metadata.channel, submission.user_id, metadata.thread, text)
+
+    async def _tap(self, tap: Tap) -> TapReply:
+        if self.taps is None:
+            return TapReply("Answers by button are not on here.")
+        return await self.taps(tap)
+
+    async def _person(self, user_id: str, fallback: str) -> Sender:
+        """Who pressed, by the payload's user id (Slack's word, never the button's): named as
+        their messages are, by the workspace's display name."""
+        person = await self._people.person(user_id)
+        name = person.name if person is not None else fallback or user_id
+        return Sender(id=user_id, name=name)
+
+    async def _tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
+        """Say `text` to one person in the chat, seen by nobody else; a failure is logged."""
+        try:
+            await self._web().chat_postEphemeral(
+                channel=channel, user=user, text=escape_slack(text), thread_ts=thread,
+            )
+        except CALL_ERRORS as exc:
+            log.warning("slack:%s could not tell %s in %s how their press went (%s): %s",
+                        self.account, user, channel, text, describe(exc))
+
+    def _unreadable(self, what: str) -> None:
+        """An interaction the adapter cannot read: logged once at warning, later at debug."""
+        level = logging.DEBUG if self._unreadable_logged else logging.WARNING
+        self._unreadable_logged = True
+        log.log(level, "slack:%s ignored %s", self.account, what)

@@ -4,7 +4,10 @@ Slack redelivers an event it has not seen acked within 3 s, and a slash command 
 acked in 3 s fails in front of the person who typed it. The listeners hand each payload to
 the adapter's queue, where one worker relays them in the order they came; an event is acked
 when the worker has relayed it (at most `ACK_BUDGET` later), so a bridge killed before
-that gets it redelivered instead of losing it; a command is acked first thing.
+that gets it redelivered instead of losing it; a command is acked first thing, and so is a
+press on a card's button (`bcn_card_*`, handled after the ack: the answer comes as an
+ephemeral message). The own-words modal's submission is acked with what it settled, so a
+refusal shows under its input (see the adapter's `_submitted` for its time budget).
 
 The app gets the adapter's own `AsyncWebClient` (`client=`), so the Socket Mode client's
 `apps.connections.open` and every Web API call go to the configured `api_base_url`. Bolt is
@@ -20,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from slack_bolt.async_app import AsyncApp
@@ -35,6 +38,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from adapters.slack.cards import ACTION_PREFIX, OWN_WORDS_CALLBACK
 from adapters.slack.startup import Identity
 from bridge.web.refusals import RefusalLog
 
@@ -44,6 +48,11 @@ PayloadKind = Literal["event", "command"]
 Receiver = Callable[[PayloadKind, dict[str, Any]], "asyncio.Future[None]"]
 """Queues a payload (`event_callback` body or slash command) for the adapter's worker, at
 once; the future is done once the worker relayed it."""
+Pressed = Callable[[dict[str, Any]], None]
+"""Takes a press on a card's button (a `block_actions` body) to handle after the ack."""
+Submitted = Callable[[dict[str, Any]], Awaitable[dict[str, Any] | None]]
+"""Handles an own-words modal's submission; what to ack it with (`response_action`
+errors), or None to close the modal."""
 
 ACK_BUDGET = 2.0
 """Seconds an event's ack waits for its relay. Slack redelivers what it does not see acked
@@ -52,6 +61,7 @@ again (and the store's dedupe drops what was relayed already); past the budget t
 is acked anyway and relayed from memory, rather than drawing a redelivery storm."""
 
 ANY = re.compile(r".*")
+CARD_ACTION = re.compile(rf"^{ACTION_PREFIX}")
 
 
 class _ExpectedNotices(logging.Filter):
@@ -73,9 +83,11 @@ _EXPECTED_NOTICES = _ExpectedNotices()
 
 
 def build_app(
-    client: AsyncWebClient, *, name: str, identity: Identity, receive: Receiver
+    client: AsyncWebClient, *, name: str, identity: Identity, receive: Receiver,
+    pressed: Pressed | None = None, submitted: Submitted | None = None,
 ) -> AsyncApp:
-    """A Bolt app whose only listeners ack and pass payloads to `receive`."""
+    """A Bolt app whose only listeners ack and pass payloads to `receive` (events and
+    commands), `pressed` (card buttons) and `submitted` (the own-words modal)."""
     framework = logging.getLogger("slack_bolt.AsyncApp")
     if _EXPECTED_NOTICES not in framework.filters:
         framework.addFilter(_EXPECTED_NOTICES)
@@ -111,8 +123,21 @@ def build_app(
         await ack()
         receive("command", body)
 
+    async def on_press(ack: AsyncAck, body: dict[str, Any]) -> None:
+        # Acked first (Slack shows the person an error after 3 s); the tap is settled after,
+        # and its answer comes as an ephemeral message. Bolt sends the ack on return.
+        await ack()
+        if pressed is not None:
+            pressed(body)
+
+    async def on_submit(ack: AsyncAck, body: dict[str, Any]) -> None:
+        answer = await submitted(body) if submitted is not None else None
+        await ack(**(answer or {}))
+
     app.event(ANY)(on_event)
     app.command(ANY)(on_command)
+    app.block_action(CARD_ACTION)(on_press)
+    app.view_submission(OWN_WORDS_CALLBACK)(on_submit)
     app.error(_unreadable_payload(RefusalLog(log, f"{name} (Bolt)")))
     return app
 

@@ -20,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from adapters.slack.manifest import interactivity_path_for
 from bridge.web.server import check_route_path
 
 SLACK_API = "https://slack.com/api/"
@@ -135,6 +136,11 @@ class SlackAccountConfig(BaseModel):
     def events_path(self, account: str) -> str:
         """The route Slack posts events and slash commands to in HTTP mode."""
         return self.path or f"/slack/{account}/events"
+
+    def interactivity_path(self, account: str) -> str:
+        """The route Slack posts button presses and modal submissions to in HTTP mode (the
+        events route takes them too: both are signed the same and read by one Bolt app)."""
+        return interactivity_path_for(self.events_path(account))
 
     def icon_for(self, label: str) -> dict[str, str]:
         """`icon_url` or `icon_emoji` for a bot's posts; empty for the app's own icon."""

@@ -4,8 +4,9 @@ It asks for exactly what the adapter uses: the scopes to read channel messages, 
 (under each bot's own name: `chat:write.customize`), look up names and take slash commands;
 the message events of every kind of conversation plus `member_joined_channel` (so the log
 says when the app is invited somewhere); one slash command per enabled chat command; and
-either Socket Mode or the bridge's public Request URL. Plain data, no Slack library: the
-CLI prints it without importing slack-bolt.
+either Socket Mode or the bridge's public Request URL; and interactivity, for the buttons of
+a bot's question and its own-words modal (in HTTP mode at `/slack/<account>/interactivity`).
+Plain data, no Slack library: the CLI prints it without importing slack-bolt.
 """
 
 from __future__ import annotations
@@ -46,6 +47,15 @@ COMMAND_TEXT: dict[str, tuple[str, str]] = {
 PLACEHOLDER_URL = "https://bridge.example.com"
 
 
+def interactivity_path_for(events_path: str) -> str:
+    """Where button presses and modal submissions go in HTTP mode: `/slack/<account>/
+    interactivity` next to `/slack/<account>/events`; a custom events path that does not
+    end in `/events` takes them itself."""
+    if events_path.endswith("/events"):
+        return events_path.removesuffix("/events") + "/interactivity"
+    return events_path
+
+
 def manifest(
     *,
     mode: Literal["socket", "http"] = "socket",
@@ -67,8 +77,11 @@ def manifest(
         command["should_escape"] = True
         slash_commands.append(command)
     events: dict[str, Any] = {"bot_events": list(BOT_EVENTS)}
+    interactivity: dict[str, Any] = {"is_enabled": True}  # a card's buttons and modal
     if mode == "http":
         events = {"request_url": request_url, **events}
+        interactivity["request_url"] = (
+            (public_url or PLACEHOLDER_URL).rstrip("/") + interactivity_path_for(path))
     return {
         "display_information": {
             "name": name,
@@ -81,7 +94,7 @@ def manifest(
         "oauth_config": {"scopes": {"bot": list(BOT_SCOPES)}},
         "settings": {
             "event_subscriptions": events,
-            "interactivity": {"is_enabled": False},
+            "interactivity": interactivity,
             "org_deploy_enabled": False,
             "socket_mode_enabled": mode == "socket",
             "token_rotation_enabled": False,

@@ -11,6 +11,11 @@ One aiohttp server on 127.0.0.1 plays every part of Slack the bridge talks to:
   `retry_attempt`, `disconnect` messages and dropped connections;
 - the Events API for HTTP mode: events and slash commands POSTed to the bridge with a v0
   signature (`signed_headers`, and `post_signed` for hand-made requests);
+- interactivity: Block Kit `blocks` on `chat.postMessage` / `chat.update`, checked against
+  Slack's limits (`invalid_blocks`); a press on a button (`press`) and a modal's submission
+  (`submit_view`) as `block_actions` / `view_submission` payloads — an `interactive` envelope
+  over Socket Mode, or a signed form (`payload=…`) POSTed to the Interactivity Request URL;
+  `chat.postEphemeral` and `views.open` (a `trigger_id` the fake issued, used once);
 - `response_url`s at `/response/<id>`, which expire and wear out as Slack's do.
 
 The app's own posts, edits and deletes come back as `message` events carrying its bot id,
@@ -112,6 +117,9 @@ class Delivery:
     status: int | None = None
     """HTTP mode: the bridge's answer."""
     text: str = ""
+    response: dict[str, Any] | None = None
+    """What the bridge acked it with: the Socket Mode ack's `payload`, or the HTTP body as
+    JSON (a modal's `response_action`)."""
     acked: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -165,6 +173,14 @@ class FakeSlack:
         self.echo: EchoOrder = "alternate"
         self.events_url: str | None = None
         """HTTP mode: the bridge's Request URL; None delivers over Socket Mode."""
+        self.interactivity_url: str | None = None
+        """HTTP mode: the Interactivity Request URL; None means `…/interactivity` next to a
+        `…/events` URL."""
+        self.ephemerals: list[dict[str, Any]] = []
+        """`chat.postEphemeral` calls Slack took: channel, user, text, thread_ts."""
+        self.views: dict[str, dict[str, Any]] = {}
+        """view id -> a modal `views.open` opened (with its `id`)."""
+        self._triggers: set[str] = set()
         self.connections_opened = 0
         """`apps.connections.open` calls answered (each gives one ticket)."""
         self.sockets_opened = 0
@@ -382,6 +398,84 @@ class FakeSlack:
         }  # fmt: skip
         return await self.deliver("slash_commands", payload)
 
+    # -- interactivity ---------------------------------------------------------------------
+
+    def message(self, channel: str, ts: str) -> dict[str, Any]:
+        """A message as shown now (blocks included)."""
+        message = self._find(channel, ts)
+        assert message is not None, f"no message {ts} in {channel}"
+        return message
+
+    def buttons(self, channel: str, ts: str) -> list[dict[str, Any]]:
+        """The buttons a message shows now, in order (copies: press them later as shown)."""
+        return [json.loads(json.dumps(element))
+                for block in self.message(channel, ts).get("blocks") or []
+                if block.get("type") == "actions"
+                for element in block.get("elements", []) if element.get("type") == "button"]
+
+    def _trigger(self) -> str:
+        number = next(_counter)
+        trigger = f"{number}.{number * 7}.{uuid.uuid4().hex}"
+        self._triggers.add(trigger)
+        return trigger
+
+    def press_payload(
+        self, channel: str, ts: str, user: str, button: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The `block_actions` payload of `user` pressing `button` (as it was shown) on the
+        message `ts`; the message in it is the message as shown now."""
+        message = self.message(channel, ts)
+        person = self.users.get(user, {"id": user, "name": user})
+        block_id = next((block.get("block_id") for block in message.get("blocks") or []
+                         if block.get("type") == "actions"), "gone")
+        container: dict[str, Any] = {"type": "message", "message_ts": ts,
+                                     "channel_id": channel, "is_ephemeral": False}
+        if message.get("thread_ts"):
+            container["thread_ts"] = message["thread_ts"]
+        return {
+            "type": "block_actions", "token": "unused-verification-token",
+            "api_app_id": self.app_id, "team": {"id": self.team_id, "domain": "fake"},
+            "user": {"id": user, "username": person.get("name"), "name": person.get("name"),
+                     "team_id": self.team_id},
+            "container": container, "trigger_id": self._trigger(),
+            "channel": {"id": channel, "name": self.channels.get(channel, {}).get("name")},
+            "message": json.loads(json.dumps(message)),
+            "response_url": f"{self.url}/response/act{next(_counter)}",
+            "state": {"values": {}},
+            "actions": [{
+                "type": "button", "action_id": button.get("action_id"), "block_id": block_id,
+                "text": button.get("text"), "value": button.get("value"),
+                **({"style": button["style"]} if button.get("style") else {}),
+                "action_ts": f"{time.time():.6f}",
+            }],
+        }  # fmt: skip
+
+    async def press(
+        self, channel: str, ts: str, user: str, button: Mapping[str, Any]
+    ) -> Delivery:
+        """`user` presses `button` (as it was shown) on message `ts`: a `block_actions`
+        interaction, sent the way the app receives interactions."""
+        return await self.deliver("interactive", self.press_payload(channel, ts, user, button))
+
+    async def submit_view(self, view_id: str, user: str, values: dict[str, dict[str, str]]
+                          ) -> Delivery:
+        """`user` submits the modal `view_id` with `values` ({block_id: {action_id: text}})."""
+        view = self.views[view_id]
+        person = self.users.get(user, {"id": user, "name": user})
+        state = {block: {action: {"type": "plain_text_input", "value": text}
+                         for action, text in fields.items()}
+                 for block, fields in values.items()}
+        payload = {
+            "type": "view_submission", "token": "unused-verification-token",
+            "api_app_id": self.app_id, "team": {"id": self.team_id, "domain": "fake"},
+            "user": {"id": user, "username": person.get("name"), "name": person.get("name"),
+                     "team_id": self.team_id},
+            "trigger_id": self._trigger(),
+            "view": {**view, "state": {"values": state}, "hash": uuid.uuid4().hex[:16]},
+            "response_urls": [],
+        }  # fmt: skip
+        return await self.deliver("interactive", payload)
+
     async def deliver(
         self, kind: str, payload: dict[str, Any], *, retry_attempt: int | None = None
     ) -> Delivery:
@@ -455,6 +549,8 @@ class FakeSlack:
             self.acks.append(ack)
             delivery = self._envelopes.get(str(ack.get("envelope_id")))
             if delivery is not None:
+                payload = ack.get("payload")
+                delivery.response = payload if isinstance(payload, dict) else None
                 delivery.acked.set()
             self._notify()
         self._retry_unacked(self._sent_on.pop(id(socket), []))
@@ -474,8 +570,13 @@ class FakeSlack:
 
     async def _post_event(self, delivery: Delivery, retry_attempt: int | None) -> None:
         assert self.events_url is not None and self._session is not None
+        url = self.events_url
         if delivery.kind == "slash_commands":
             body, content_type = urlencode(delivery.payload), "application/x-www-form-urlencoded"
+        elif delivery.kind == "interactive":
+            url = self.interactions_url()
+            body = urlencode({"payload": json.dumps(delivery.payload)})
+            content_type = "application/x-www-form-urlencoded"
         else:
             body, content_type = json.dumps(delivery.payload), "application/json"
         headers = {}
@@ -483,11 +584,23 @@ class FakeSlack:
             headers = {"X-Slack-Retry-Num": str(retry_attempt),
                        "X-Slack-Retry-Reason": "http_timeout"}
         delivery.status, delivery.text = await post_signed(
-            self.events_url, body, secret=self.signing_secret, content_type=content_type,
+            url, body, secret=self.signing_secret, content_type=content_type,
             headers=headers, session=self._session,
         )
         if delivery.status == 200:
+            try:
+                answer = json.loads(delivery.text) if delivery.text else None
+            except ValueError:
+                answer = None
+            delivery.response = answer if isinstance(answer, dict) else None
             delivery.acked.set()
+
+    def interactions_url(self) -> str:
+        """HTTP mode: where presses and modal submissions are POSTed."""
+        assert self.events_url is not None
+        if self.interactivity_url is not None:
+            return self.interactivity_url
+        return self.events_url.removesuffix("/events") + "/interactivity"
 
     async def url_verification(self, challenge: str = "3eZbrw1aBm2rZgRNFdxV") -> tuple[int, str]:
         """The challenge Slack sends when someone saves the Request URL."""
@@ -599,6 +712,8 @@ class FakeSlack:
             return {"ok": False, "error": "no_text"}
         if len(text) > 40000:
             return {"ok": False, "error": "msg_too_long"}
+        if "blocks" in params and (problem := blocks_problem(params["blocks"])):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         customized = any(params.get(key) for key in ("username", "icon_url", "icon_emoji"))
         if customized and "chat:write.customize" not in self.scopes:
             return {"ok": False, "error": "missing_scope", "needed": "chat:write.customize"}
@@ -617,6 +732,8 @@ class FakeSlack:
                                       "app_id": self.app_id}
         if params.get("thread_ts"):
             message["thread_ts"] = str(params["thread_ts"])
+        if params.get("blocks"):
+            message["blocks"] = params["blocks"]
         self.messages[channel].append(message)
         self.versions[(channel, message["ts"])] = [text]
         event = {**message, "channel": channel, "event_ts": message["ts"],
@@ -631,9 +748,13 @@ class FakeSlack:
             return {"ok": False, "error": "message_not_found"}
         if not params.get("text"):
             return {"ok": False, "error": "no_text"}
+        if "blocks" in params and (problem := blocks_problem(params["blocks"])):
+            return {"ok": False, "error": "invalid_blocks", "errors": [problem]}
         old = dict(message)
         stamp = self.next_ts()
         message.update(text=params["text"], edited={"user": self.bot_user_id, "ts": stamp})
+        if "blocks" in params:  # without it, Slack keeps the blocks the message had
+            message["blocks"] = params["blocks"]
         self.versions.setdefault((channel, ts), []).append(params["text"])
         await self._echo(self._changed_event(channel, stamp, message, old))
         return {"ok": True, "channel": channel, "ts": ts, "text": params["text"]}
@@ -647,6 +768,33 @@ class FakeSlack:
         self.versions.setdefault((channel, ts), []).append(None)
         await self._echo(self._deleted_event(channel, message))
         return {"ok": True, "channel": channel, "ts": ts}
+
+    async def _post_ephemeral(self, params: dict[str, Any]) -> dict[str, Any]:
+        channel, user = str(params.get("channel") or ""), str(params.get("user") or "")
+        if problem := self._channel_problem(channel):
+            return {"ok": False, "error": problem}
+        if user not in self.users:
+            return {"ok": False, "error": "user_not_in_channel"}
+        if not params.get("text") and not params.get("blocks"):
+            return {"ok": False, "error": "no_text"}
+        self.ephemerals.append({"channel": channel, "user": user, "text": params.get("text"),
+                                "thread_ts": params.get("thread_ts")})
+        return {"ok": True, "message_ts": self.next_ts()}
+
+    async def _views_open(self, params: dict[str, Any]) -> dict[str, Any]:
+        trigger, view = str(params.get("trigger_id") or ""), params.get("view")
+        if trigger not in self._triggers:
+            return {"ok": False, "error": "invalid_trigger_id"}
+        self._triggers.discard(trigger)  # a trigger opens one view
+        if not isinstance(view, dict) or (problem := view_problem(view)):
+            problem = "not a view" if not isinstance(view, dict) else problem
+            return {"ok": False, "error": "invalid_arguments", "response_metadata": {
+                "messages": [problem]}}
+        view_id = f"V{next(_counter):08d}"
+        opened = {**view, "id": view_id, "team_id": self.team_id, "app_id": self.app_id,
+                  "bot_id": self.bot_id, "state": {"values": {}}}
+        self.views[view_id] = opened
+        return {"ok": True, "view": opened}
 
     def _find(self, channel: str, ts: str) -> dict[str, Any] | None:
         return next((m for m in self.messages[channel] if m["ts"] == ts), None)
@@ -692,4 +840,104 @@ _METHODS = {
     "chat.postMessage": FakeSlack._post_message,
     "chat.update": FakeSlack._update,
     "chat.delete": FakeSlack._delete,
+    "chat.postEphemeral": FakeSlack._post_ephemeral,
+    "views.open": FakeSlack._views_open,
 }
+
+BLOCK_TYPES = frozenset({"section", "context", "actions", "divider", "header", "image",
+                         "input", "rich_text"})
+
+
+def blocks_problem(blocks: Any, *, limit: int = 50) -> str | None:
+    """What Slack would refuse in a message's (or a modal's) blocks, or None: the limits
+    the bridge must keep (block count, section text 3,000, actions elements 25, button text
+    75, value 2,000, action and block ids unique and at most 255)."""
+    if not isinstance(blocks, list) or len(blocks) > limit:
+        return f"blocks must be a list of at most {limit}"
+    action_ids: set[str] = set()
+    block_ids: set[str] = set()
+    for n, block in enumerate(blocks):
+        where = f"block {n}"
+        if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
+            return f"{where}: unknown type"
+        if "block_id" in block:
+            block_id = block["block_id"]
+            if not isinstance(block_id, str) or len(block_id) > 255 or block_id in block_ids:
+                return f"{where}: bad or repeated block_id"
+            block_ids.add(block_id)
+        kind = block["type"]
+        if kind == "section" and (problem := text_problem(block.get("text"), 3000)):
+            return f"{where}: {problem}"
+        if kind == "context":
+            elements = block.get("elements")
+            if not isinstance(elements, list) or not 1 <= len(elements) <= 10:
+                return f"{where}: a context has 1 to 10 elements"
+            for element in elements:
+                if problem := text_problem(element, 3000):
+                    return f"{where}: {problem}"
+        if kind == "actions":
+            elements = block.get("elements")
+            if not isinstance(elements, list) or not 1 <= len(elements) <= 25:
+                return f"{where}: an actions block has 1 to 25 elements"
+            for element in elements:
+                if problem := button_problem(element, action_ids):
+                    return f"{where}: {problem}"
+        if kind == "input":
+            element = block.get("element")
+            if not isinstance(element, dict) or not element.get("action_id"):
+                return f"{where}: an input needs an element with an action_id"
+            if text_problem(block.get("label"), 2000, plain=True):
+                return f"{where}: an input needs a plain_text label"
+    return None
+
+
+def text_problem(text: Any, limit: int, *, plain: bool = False) -> str | None:
+    kinds = ("plain_text",) if plain else ("plain_text", "mrkdwn")
+    if not isinstance(text, dict) or text.get("type") not in kinds:
+        return "a text object is needed"
+    value = text.get("text")
+    if not isinstance(value, str) or not value or len(value) > limit:
+        return f"text must be 1 to {limit} characters"
+    return None
+
+
+def button_problem(button: Any, action_ids: set[str]) -> str | None:
+    if not isinstance(button, dict) or button.get("type") != "button":
+        return "only buttons are modelled"
+    action_id = button.get("action_id")
+    if not isinstance(action_id, str) or len(action_id) > 255 or action_id in action_ids:
+        return "a button needs a unique action_id of at most 255 characters"
+    action_ids.add(action_id)
+    if problem := text_problem(button.get("text"), 75, plain=True):
+        return f"button text: {problem}"
+    value = button.get("value")
+    if value is not None and (not isinstance(value, str) or len(value) > 2000):
+        return "a button value is at most 2,000 characters"
+    if button.get("style") not in (None, "primary", "danger"):
+        return "a button style is primary or danger"
+    confirm = button.get("confirm")
+    if confirm is not None:
+        for key, limit in (("title", 100), ("text", 300), ("confirm", 30), ("deny", 30)):
+            if problem := text_problem(confirm.get(key), limit, plain=key != "text"):
+                return f"confirm {key}: {problem}"
+    return None
+
+
+def view_problem(view: dict[str, Any]) -> str | None:
+    """What Slack would refuse in a modal: its type, title (24), callback id (255), private
+    metadata (3,000), blocks (100), and a submit button when it has inputs."""
+    if view.get("type") != "modal":
+        return "only modals are modelled"
+    if problem := text_problem(view.get("title"), 24, plain=True):
+        return f"title: {problem}"
+    if len(str(view.get("callback_id") or "")) > 255:
+        return "callback_id is at most 255 characters"
+    if len(str(view.get("private_metadata") or "")) > 3000:
+        return "private_metadata is at most 3,000 characters"
+    blocks = view.get("blocks")
+    if problem := blocks_problem(blocks, limit=100):
+        return problem
+    has_input = any(block.get("type") == "input" for block in blocks)
+    if has_input and text_problem(view.get("submit"), 24, plain=True):
+        return "a modal with inputs needs a submit button"
+    return None
