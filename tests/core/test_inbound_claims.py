@@ -11,72 +11,21 @@ acts before anything is handed to the hub, whose idempotency would hide a second
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
 
-from bridge.core.binding import Binding
-from bridge.core.link import LinkSettings
 from bridge.core.model import Inbound, Sender
 from bridge.core.relay import Relay
-from bridge.store import Store, open_store
-from bridge.store.redis.store import RedisStore
-from tests.e2e.recording_adapter import RecordingAccount, RecordingAdapter
-from tests.support.redis_server import drop_prefix, with_prefix
+from bridge.store import Store
+from tests.e2e.recording_adapter import RecordingAdapter
 from tests.support.stores import redis_server
 
 __all__ = ["redis_server"]
 
-BINDING = Binding(channel="testchat:main", chat="room", group="demo")
+pytestmark = pytest.mark.usefixtures("fresh_chats")
 
-
-@pytest.fixture(params=["memory", "redis"])
-async def two_stores(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Store, Store]]:
-    """What each of the two instances opened: one shared memory store, or two Redis clients
-    under one prefix."""
-    async with AsyncExitStack() as stack:
-        if request.param == "memory":
-            store = await stack.enter_async_context(open_store("memory://"))
-            yield store, store
-            return
-        url, prefix = with_prefix(request.getfixturevalue("redis_server"))
-        first = await stack.enter_async_context(open_store(url))
-        second = await stack.enter_async_context(open_store(url))
-        try:
-            yield first, second
-        finally:
-            assert isinstance(first, RedisStore)
-            await drop_prefix(first.redis, prefix)
-
-
-@pytest.fixture
-async def relays() -> AsyncIterator[list[Relay]]:
-    """The instances a test made, stopped after it (their outbox lanes hold leases)."""
-    made: list[Relay] = []
-    yield made
-    for relay in made:
-        await relay.outbox.wait_idle()
-        await relay.stop()
-
-
-@pytest.fixture
-def instance(relays: list[Relay]) -> Callable[[Store, str], Relay]:
-    def make(store: Store, name: str) -> Relay:
-        relay = Relay(store=store, bindings=[BINDING], instance=name,
-                      link=LinkSettings(url="ws://127.0.0.1:9", token="unused", link_name=name))
-        relay.add_adapter(RecordingAdapter("main", RecordingAccount(), relay.accept))
-        relays.append(relay)
-        return relay
-
-    return make
-
-
-@pytest.fixture(autouse=True)
-def fresh_chats() -> None:
-    RecordingAdapter.instances.clear()
-    RecordingAdapter.chats.clear()
 
 
 async def answers(store: Store) -> int:
