@@ -17,23 +17,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bridge.core.inbound import accepted_key
 from bridge.core.relay import Relay
 from bridge.store import Store
-from tests.core.test_inbound_claims import (  # the two-instance fixtures
-    BINDING,
-    fresh_chats,
-    instance,
-    redis_server,
-    relays,
-    two_stores,
-)
+from tests.core.conftest import BINDING
 from tests.e2e.recording_adapter import RecordingAdapter
 
-__all__ = ["fresh_chats", "instance", "redis_server", "relays", "two_stores"]
+pytestmark = pytest.mark.usefixtures("fresh_chats")
 
 SHOWN_WAIT = 5.0
 """Generous bound for the chat to settle; nothing here asserts how long it took."""
