@@ -113,6 +113,13 @@ class Decisions:
                                              {"keys": keys}, self.ctx.clock())
         return card
 
+    async def posted(self, key: str) -> None:
+        """The card `key` is now posted and its post on record. A tap (or the question's
+        end) that settled it meanwhile found no post to redraw: draw it as it stands."""
+        card = await self._card(key)
+        if card is not None and not card.is_open:
+            await self._redraw(card)
+
     # ------------------------------------------------------------------ taps in
     async def tap(self, tap: Tap) -> TapReply:
         """Settle `tap` (see the module doc); never raises for anything a person can send."""

@@ -150,6 +150,7 @@ class StreamedMessages:
 
 Resolver = Callable[[Lane], tuple[Adapter, Binding] | None]
 SentRecords = Callable[[OutboxItem, PlatformRef], dict[str, dict[str, Any]]]
+CardPosted = Callable[[str], Awaitable[None]]
 """The message-map records to keep for a platform message the outbox posted (e.g. for the
 own-echo filter); written in the same transaction that marks the part posted."""
 
@@ -180,8 +181,11 @@ class Outbox:
         linger: float = LANE_LINGER,
         orphan_scan: float = ORPHAN_SCAN,
         metrics: BridgeMetrics | None = None,
+        card_posted: CardPosted | None = None,
     ) -> None:
         self.metrics = metrics or BridgeMetrics()
+        self.card_posted = card_posted
+        """Told each card's key once its post is on record (see `_card_on_record`)."""
         self.store = store
         self.message_map = message_map
         self.resolve = resolve
@@ -271,6 +275,7 @@ class Outbox:
             return False
         item.sent[0] = ref.message_id
         await self._remember_post(item, ref)
+        await self._card_on_record(item)
         self._delivered(lane, item)
         return True
 
@@ -278,6 +283,18 @@ class Outbox:
         """Keep the records of a new platform message that no part write carries."""
         for key, value in (self._records(item, ref, new_post=True) or {}).items():
             await self.message_map.put(key, value, self.clock())
+
+    async def _card_on_record(self, item: OutboxItem) -> None:
+        """The post of a card is on record: a tap that settled the card while it was being
+        posted found no post to redraw, so whoever keeps the cards looks again now (one
+        of the two always sees the other's write: the tap saves the card before it reads
+        the post, and the post is recorded before the card is read)."""
+        if item.card and self.card_posted is not None:
+            try:
+                await self.card_posted(item.card["key"])
+            except Exception:  # the post stands; a stale card still answers taps rightly
+                log.exception("outbox: could not check the card %s after posting it",
+                              item.card["key"])
 
     def _records(self, item: OutboxItem, ref: PlatformRef, *,
                  new_post: bool) -> dict[str, dict[str, Any]] | None:
@@ -443,6 +460,8 @@ class Outbox:
                 item.id, index, ref.message_id, remember=records, now=self.clock(), done=done,
                 fence=lease,
             )
+            if index == len(item.parts) - 1:
+                await self._card_on_record(item)
             if done:
                 self._delivered(lane, item)
                 return True

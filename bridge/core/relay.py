@@ -113,6 +113,7 @@ class Relay:
             store.outbox, store.message_map, lambda lane: self.ctx.resolve(lane), clock=clock,
             leases=store.leases, holder=self.instance,
             sent_records=self._sent_records, retry_initial=outbox_retry_initial, metrics=metrics,
+            card_posted=lambda key: self.decisions.posted(key),
         )
         # The spool calls back into the pipeline and the context, both built just below.
         self.spool = InboundSpool(

@@ -220,3 +220,35 @@ async def test_a_question_closed_elsewhere_says_closed(start_system):
     await system.app.relay.operator.cancel(question.card.request_id, by="Grace", reason="")
     await system.wait_for(lambda ms: not question.card.is_open)
     assert question.card.state == "closed" and question.card.buttons() == []
+
+
+async def test_a_tap_while_the_card_is_being_posted_still_clears_its_buttons(
+    start_system, monkeypatch
+):
+    """The tap settles the card before its post is on record, so it has nothing to redraw;
+    once the post is recorded, the card is drawn as it stands."""
+    system = await start_system()
+    posting, release = asyncio.Event(), asyncio.Event()
+    in_flight: list = []
+    send = type(system.chat_adapter).send
+
+    async def slow_card_post(self, out):  # type: ignore[no-untyped-def]
+        if out.card is not None and not in_flight:
+            in_flight.append(out.card)
+            posting.set()
+            await release.wait()
+        return await send(self, out)
+
+    monkeypatch.setattr(type(system.chat_adapter), "send", slow_card_post)
+    await system.chat_adapter.say("room", "/ask Rules weather")
+    await asyncio.wait_for(posting.wait(), 30)
+    [card] = in_flight
+    reply = await system.chat_adapter.tap("room", button_data(card.key, 2), name="Bea",
+                                          user_id="u-bea")
+    assert reply.accepted and reply.text == "Answered: New York"
+    release.set()
+    [question] = await system.wait_for(
+        lambda ms: [m for m in finals_from(ms, "Rules") if m.card is not None])
+    await system.wait_for(lambda ms: question.card.state == "answered")
+    assert question.card.outcome == "answered by Bea (testchat): New York"
+    assert question.card.buttons() == []
