@@ -23,6 +23,7 @@ chat" and logged once per chat, so a flood of forged taps cannot flood the log.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,9 @@ log = logging.getLogger(__name__)
 
 CARDS_PER_REQUEST = 20
 """Cards of one request remembered for its expiry (a question asked again gets a new one)."""
+WINNER_READS = 20
+WINNER_READ_PAUSE = 0.05
+"""A tap that lost the claim reads the winner's outcome up to 20 times, 50 ms apart."""
 FORGED_LOGGED_KEPT = 1024
 """Chats whose forged taps were logged (once each); older ones are forgotten."""
 
@@ -192,7 +196,7 @@ class Decisions:
             self._forged(tap)
             return TapReply("That button is not one of this chat's.")
         if not await self.ctx.store.seen.add(f"decision:{card.decision}", self.ctx.clock()):
-            settled = await self._settled_elsewhere(card)
+            settled = await self._winners_outcome(card)
             return TapReply(self._settled_text(settled) if settled else "Already answered.",
                             card=settled or card)
         if choice == STOP:
@@ -286,6 +290,18 @@ class Decisions:
         if card.is_open:
             return await self._settle(card, record["state"], record["outcome"], record=False)
         return card
+
+    async def _winners_outcome(self, card: Card) -> Card | None:
+        """The card as the tap that won the claim settled it. The winner writes its outcome
+        right after the claim, so a tap that lost by a hair may read before that write:
+        it looks again for a moment, rather than tell the person only "already answered"
+        (which it still does if the winner died between its claim and that write)."""
+        for _ in range(WINNER_READS):
+            settled = await self._settled_elsewhere(card)
+            if settled is not None:
+                return settled
+            await asyncio.sleep(WINNER_READ_PAUSE)
+        return None
 
     async def _settle_others(self, card: Card, state: str, outcome: str) -> None:
         """Redraw the other chats' cards of the same question (best effort: one missed
