@@ -364,11 +364,14 @@ class FakeTelegram:
         return edited
 
     async def deliver_webhook(
-        self, token: str, update: dict[str, Any], *, secret: str | None = ""
+        self, token: str, update: dict[str, Any], *, secret: str | None = "",
+        url: str | None = None,
     ) -> int:
         """POST an update to `token`'s registered webhook, like Telegram; return the status.
 
         `secret=""` sends the registered secret, `None` sends no header, else that value.
+        `url` is where the registered URL's load balancer sends it (one of several bridge
+        instances), when not the URL itself.
         """
         hook = self.webhooks[token]
         inbox = self._inboxes[token]
@@ -383,7 +386,7 @@ class FakeTelegram:
             headers[SECRET_HEADER] = sent_secret
         async with (
             aiohttp.ClientSession() as session,
-            session.post(hook.url, json=update, headers=headers) as response,
+            session.post(url or hook.url, json=update, headers=headers) as response,
         ):
             return response.status
 

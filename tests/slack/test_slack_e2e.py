@@ -19,6 +19,7 @@ from slack_support import (
     account_config,
 )
 
+from bridge.config.schema import BridgeConfig
 from bridge.protocol import build_request, parse
 from bridge.text import to_platform
 from tests.fakes.slack import FakeSlack
@@ -46,21 +47,29 @@ class System(RunningBridge):
         await self.app.relay.outbox.wait_idle()
 
 
+def slack_config(
+    tmp_path: Path, fake: FakeSlack, *, deliver: str = "raw", mode: str = "socket",
+    binding: dict[str, Any] | None = None, **account: Any,
+) -> BridgeConfig:
+    """A bridge with `slack:main` bound to CHANNEL (group `demo`); `binding` adds keys to
+    that binding, the other keywords go to the account."""
+    return bridge_config(
+        tmp_path,
+        bindings=[{"channel": "slack:main", "chat": CHANNEL, "group": "demo",
+                   "protocol": {"enabled": True, "deliver": deliver}, **(binding or {})}],
+        accounts={"slack": {"main": account_config(fake, mode=mode, **account)}},
+        web=mode == "http",
+    )
+
+
 @pytest.fixture
 async def start_system(tmp_path: Path, fake: FakeSlack) -> AsyncIterator[Callable[..., Any]]:
     starter = BridgeStarter(tmp_path)
 
     async def start(
-        *, bots: bool = True, stream: bool = True, deliver: str = "raw", mode: str = "socket",
-        binding: dict[str, Any] | None = None, **account: Any,
+        *, bots: bool = True, stream: bool = True, mode: str = "socket", **settings: Any,
     ) -> System:
-        config = bridge_config(
-            tmp_path,
-            bindings=[{"channel": "slack:main", "chat": CHANNEL, "group": "demo",
-                       "protocol": {"enabled": True, "deliver": deliver}, **(binding or {})}],
-            accounts={"slack": {"main": account_config(fake, mode=mode, **account)}},
-            web=mode == "http",
-        )
+        config = slack_config(tmp_path, fake, mode=mode, **settings)
         system = await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
         if mode == "http":
             assert system.app.web is not None

@@ -17,6 +17,7 @@ from bridge.app import BridgeApp
 from bridge.bcn.bot import Bot
 from bridge.config.schema import BridgeConfig
 from bridge.demo import start_demo_bots
+from bridge.hub.server import Hub
 
 os.environ.setdefault("NO_PROXY", "127.0.0.1,localhost")
 
@@ -65,6 +66,25 @@ def bridge_config(
     }).model_copy(update={"accounts": accounts})
 
 
+LINK_TOKEN = "test-link-token-of-every-instance"
+"""The credential each instance of a several-instance bridge links to the hub with."""
+
+
+def instances_of(config: BridgeConfig, store: str, hub_url: str,
+                 count: int = 2) -> list[BridgeConfig]:
+    """`count` instances of the bridge `config` describes, as an operator runs them: one
+    store for all (`store`, e.g. a Redis URL), one standalone hub (`hub_url`, from
+    `BridgeStarter.start_hub`), each instance under its own link name."""
+    return [
+        config.model_copy(update={
+            "store": store, "hub": None,
+            "bcn": config.bcn.model_copy(update={"url": hub_url, "token": LINK_TOKEN,
+                                                 "link_name": f"bridge-{letter}"}),
+        })
+        for letter in "abcdefgh"[:count]
+    ]
+
+
 @dataclass
 class RunningBridge:
     app: BridgeApp
@@ -107,14 +127,18 @@ class BridgeStarter:
     def __init__(self, tmp_path: Path) -> None:
         self.tmp_path = tmp_path
         self.started: list[RunningBridge] = []
+        self.hubs: list[Hub] = []
+        self.bots: list[Bot] = []
 
     async def start(
         self, config: BridgeConfig, *, bots: bool = True, stream: bool = True,
-        wrap: type[RunningBridge] = RunningBridge, **extra: Any,
+        wrap: type[RunningBridge] = RunningBridge, instance: str | None = None, **extra: Any,
     ) -> Any:
         clock = FakeClock()
-        app = BridgeApp(config, clock=clock, sweep_interval=3600,
-                        relay_options={"outbox_retry_initial": 0.02})
+        options: dict[str, Any] = {"outbox_retry_initial": 0.02}
+        if instance is not None:
+            options["instance"] = instance
+        app = BridgeApp(config, clock=clock, sweep_interval=3600, relay_options=options)
         await app.start()
         running = wrap(app, clock, **extra)
         self.started.append(running)
@@ -125,6 +149,46 @@ class BridgeStarter:
             await running.wait_for_bots("Echo", "Rules")
         return running
 
+    async def start_hub(self, config: BridgeConfig) -> str:
+        """The hub `config` describes, standalone (as `bcn-bridge hub` runs it), taking
+        `LINK_TOKEN`; its URL."""
+        assert config.hub is not None
+        hub = Hub(config.hub.model_copy(
+            update={"link_tokens": [*config.hub.link_tokens, LINK_TOKEN]}))
+        await hub.start()
+        self.hubs.append(hub)
+        return str(hub.url)
+
+    async def start_instances(
+        self, configs: list[BridgeConfig], *, bots: bool = True, stream: bool = True,
+        wrap: type[RunningBridge] = RunningBridge, **extra: Any,
+    ) -> list[Any]:
+        """The instances `instances_of` described, then the example bots on their hub
+        (which outlive any one instance a test stops); each knows the bots before this
+        returns."""
+        # Named as if each ran on a host of its own: instances in one process would
+        # otherwise take each other's leases as a dead predecessor's (bridge.core.instance:
+        # the same pid), which real instances never share.
+        running = [await self.start(config, bots=False, wrap=wrap,
+                                    instance=f"{config.bcn.link_name}@test-host-{n}:1:{n:06x}",
+                                    **extra)
+                   for n, config in enumerate(configs)]
+        if bots:
+            self.bots += await start_demo_bots(configs[0].bcn.url, self.tmp_path,
+                                               stream=stream)
+            for each in running:
+                await each.wait_for_bots("Echo", "Rules")
+        return running
+
+    async def stop(self, running: RunningBridge) -> None:
+        """Stop one of the bridges (an orderly stop: what it holds it hands over)."""
+        self.started.remove(running)
+        await running.stop()
+
     async def close(self) -> None:
         for running in reversed(self.started):
             await running.stop()
+        for bot in self.bots:
+            await bot.stop()
+        for hub in reversed(self.hubs):
+            await hub.stop()

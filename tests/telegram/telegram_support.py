@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from adapters.telegram import TelegramAccountConfig, TelegramAdapter
+from bridge.config.schema import BridgeConfig
 from bridge.config.sections import CommandNames
 from bridge.core.binding import Binding
 from bridge.core.model import Outbound
@@ -115,22 +116,29 @@ class System(RunningBridge):
 StartSystem = Callable[..., Awaitable[System]]
 
 
+def telegram_config(
+    tmp_path: Path, fake: FakeTelegram, *, deliver: str = "raw",
+    binding: dict[str, Any] | None = None, web: bool = False, **account: Any,
+) -> BridgeConfig:
+    """A bridge whose `telegram:main` account is bound to GROUP (group `demo`); `binding`
+    adds keys to that binding, the other keywords go to the account."""
+    return bridge_config(
+        tmp_path,
+        bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
+                   "protocol": {"enabled": True, "deliver": deliver}, **(binding or {})}],
+        accounts={"telegram": {"main": account_config(fake, **account)}},
+        web=web,
+    )
+
+
 @pytest.fixture
 async def start_system(tmp_path: Path, fake: FakeTelegram) -> AsyncIterator[StartSystem]:
     """Start a bridge whose `telegram:main` account is bound to GROUP (group `demo`);
     `binding` adds keys to that binding, the other keywords go to the account."""
     starter = BridgeStarter(tmp_path)
 
-    async def start(
-        *, bots: bool = True, stream: bool = True, deliver: str = "raw",
-        binding: dict[str, Any] | None = None, **account: Any,
-    ) -> System:
-        config = bridge_config(
-            tmp_path,
-            bindings=[{"channel": "telegram:main", "chat": str(GROUP), "group": "demo",
-                       "protocol": {"enabled": True, "deliver": deliver}, **(binding or {})}],
-            accounts={"telegram": {"main": account_config(fake, **account)}},
-        )
+    async def start(*, bots: bool = True, stream: bool = True, **settings: Any) -> System:
+        config = telegram_config(tmp_path, fake, **settings)
         return await starter.start(config, bots=bots, stream=stream, wrap=System, fake=fake)
 
     yield start
