@@ -23,7 +23,16 @@ from bridge.core.model import PlatformRef
 from bridge.core.taps import Tap, TapReply
 from bridge.protocol import parse
 from tests.fakes.discord import FakeDiscord, FakeInteraction, Posted
-from tests.support.running_bridge import BridgeStarter, RunningBridge, bridge_config
+from tests.support.redis_server import prefixed
+from tests.support.running_bridge import (
+    BridgeStarter,
+    RunningBridge,
+    bridge_config,
+    instances_of,
+)
+from tests.support.stores import redis_server
+
+__all__ = ["redis_server"]
 
 CITIES = ["Paris", "London", "New York", "Tokyo", "Berlin", "Sydney"]
 EPHEMERAL = 64
@@ -368,3 +377,59 @@ async def test_ask_as_a_slash_command_gets_its_card_in_the_channel(start_system)
     assert not card.ephemeral and card.author == "Rules"  # everyone sees it, anyone may press
     press = fake.push_component(card.id, server.bob, button(card, "London"))
     assert await system.told(press) == "Answered: London"
+
+
+@pytest.fixture
+async def two_instances(tmp_path: Path, fake: FakeDiscord, server: Server, redis_server: str
+                        ) -> AsyncIterator[tuple[BridgeStarter, list[System]]]:
+    """Two instances of one bridge on one Redis: one runs the gateway (so Discord sends it
+    the interactions), the other stands by to take it over."""
+    config = bridge_config(
+        tmp_path,
+        bindings=[{"channel": "discord:main", "chat": str(server.general), "group": "demo",
+                   "protocol": {"enabled": True, "deliver": "raw"}}],
+        accounts={"discord": {"main": account_config(fake)}},
+    )
+    starter = BridgeStarter(tmp_path)
+    async with prefixed(redis_server) as store:
+        configs = instances_of(config, store, await starter.start_hub(config))
+        systems = await starter.start_instances(configs, stream=False, wrap=System, fake=fake,
+                                                server=server)
+        try:
+            yield starter, systems
+        finally:
+            await starter.close()
+
+
+def gateway_of(system: System) -> Any:
+    [adapter] = system.app.adapters
+    return adapter
+
+
+async def test_a_press_through_the_instance_that_took_over_is_told_who_answered(
+    two_instances: tuple[BridgeStarter, list[System]],
+) -> None:
+    """Discord sends an interaction to the gateway session of its shard, which one instance
+    runs: a press reaches another instance once that one has taken the gateway over. The
+    card's decision is in the shared store, so the new holder knows it was answered."""
+    starter, systems = two_instances
+    fake = systems[0].discord
+    holder = await fake.wait_until(
+        lambda: next((s for s in systems if gateway_of(s).running_shards()), None), WAIT)
+    [standby] = [s for s in systems if s is not holder]
+
+    card = await holder.ask_weather(holder.server.ada)
+    await standby.wait_delivered()
+    paris = button(card, "Paris")
+    first = fake.push_component(card.id, holder.server.bob, button(card, "Tokyo"))
+    assert await holder.told(first) == "Answered: Tokyo"
+    response = await holder.response_from_rules()
+    assert "Tokyo" in response.result
+    await fake.wait_until(lambda: not fake.posted[card.id].components, WAIT)
+
+    await starter.stop(holder)  # an orderly stop hands the gateway over
+    await fake.wait_until(lambda: gateway_of(standby).running_shards(), WAIT)
+    late = fake.push_component(card.id, standby.server.ada, paris, unchecked=True)
+    assert await standby.told(late) == "Already answered by bob (discord): Tokyo."
+    conversation = await standby.app.relay.tracker.get(response.request_id)
+    assert [entry.type for entry in conversation.history].count("ANSWER") == 1

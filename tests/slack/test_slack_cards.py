@@ -8,25 +8,32 @@ Interactivity Request URL in HTTP mode.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 import test_slack_e2e
 from slack_support import ADA, CHANNEL, GRACE
-from test_slack_e2e import System, protocol_from
+from test_slack_e2e import System, protocol_from, slack_config
 
 from adapters.slack.cards import ANSWER_ACTION, ANSWER_BLOCK
 from bridge.core.cards import read_button_data
 from bridge.protocol import parse
 from bridge.text.parse_slack import unescape_slack
-from tests.fakes.slack import post_signed
+from tests.fakes.slack import FakeSlack, post_signed
+from tests.support.redis_server import prefixed
+from tests.support.running_bridge import BridgeStarter, instances_of
+from tests.support.stores import redis_server
 
 start_system = test_slack_e2e.start_system
 """The whole bridge against the fake Slack, as the other end-to-end tests start it."""
+
+__all__ = ["redis_server"]
 
 CITIES = ["Paris", "London", "New York", "Tokyo", "Berlin", "Sydney"]
 MODES = pytest.mark.parametrize("mode", ["socket", "http"])
@@ -282,3 +289,57 @@ async def test_a_card_in_a_thread_is_answered_in_that_thread(
     [response] = await system.shown(rules_responses, thread=parent["ts"])
     assert "Berlin" in response.result
     assert rules_responses(fake.posts(CHANNEL)) == []  # nothing outside the thread
+
+
+@pytest.fixture
+async def two_instances(tmp_path: Path, fake: FakeSlack, redis_server: str
+                        ) -> AsyncIterator[list[System]]:
+    """Two instances of one bridge in HTTP mode on one Redis, as behind a load balancer:
+    Slack sends events to the first; a press may reach either one."""
+    starter = BridgeStarter(tmp_path)
+    async with prefixed(redis_server) as store:
+        config = slack_config(tmp_path, fake, mode="http")
+        configs = instances_of(config, store, await starter.start_hub(config))
+        systems = await starter.start_instances(configs, stream=False, wrap=System, fake=fake)
+        assert systems[0].app.web is not None
+        fake.events_url = f"{systems[0].app.web.url}/slack/main/events"
+        try:
+            yield systems
+        finally:
+            await starter.close()
+
+
+async def test_a_press_through_either_instance_answers_once_for_everyone(
+    two_instances: list[System],
+) -> None:
+    first, second = two_instances
+    fake = first.slack
+    card = await ask_weather(first)
+    buttons = fake.buttons(CHANNEL, card["ts"])
+    # Ada's press goes to the first instance, Grace's at the same moment to the second.
+    assert second.app.web is not None
+    payload = fake.press_payload(CHANNEL, card["ts"], GRACE, button(buttons, "Paris"))
+    body = "payload=" + aiohttp.helpers.quote(json.dumps(payload), safe="")
+    (status, _), _ = await asyncio.gather(
+        post_signed(f"{second.app.web.url}/slack/main/interactivity", body,
+                    secret=fake.signing_secret,
+                    content_type="application/x-www-form-urlencoded"),
+        fake.press(CHANNEL, card["ts"], ADA, button(buttons, "Tokyo")),
+    )
+    assert status == 200
+    said = {user: (await told(first, user))[0] for user in (ADA, GRACE)}
+    [(winner, choice)] = [(user, text.removeprefix("Answered: "))
+                          for user, text in said.items() if text.startswith("Answered: ")]
+    loser = GRACE if winner == ADA else ADA
+    name = {ADA: "Ada", GRACE: "Grace Hopper"}[winner]
+    assert said[loser] == f"Already answered by {name} (slack): {choice}."
+    # One answer reached Rules, whose one RESPONSE names that choice.
+    [response] = await first.shown(rules_responses)
+    assert choice in response.result
+    shown = await settled_card(first, card["ts"])
+    assert f"answered by {name} (slack): {choice}" in context_text(shown)
+    conversation = await first.app.relay.tracker.get(response.request_id)
+    assert conversation is not None
+    assert [entry.type for entry in conversation.history].count("ANSWER") == 1
+    await first.settled()
+    assert len(rules_responses(fake.posts(CHANNEL))) == 1

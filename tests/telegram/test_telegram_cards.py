@@ -8,15 +8,24 @@ presser in `from`); every one must be answered with `answerCallbackQuery`.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
-from telegram_support import GROUP, TOKEN, StartSystem, System
+import pytest
+from telegram_support import GROUP, TOKEN, StartSystem, System, telegram_config
 
 from bridge.core.cards import read_button_data
 from bridge.protocol import parse
 from tests.fakes.telegram import FakeTelegram, user
-from tests.support.running_bridge import WAIT
+from tests.support.bridge_process import free_port
+from tests.support.redis_server import prefixed
+from tests.support.running_bridge import WAIT, BridgeStarter, instances_of
+from tests.support.stores import redis_server
+
+__all__ = ["redis_server"]
 
 ADA = user("Ada", user_id=601)
 BEA = user("Bea", user_id=602, last_name="Ng")
@@ -168,3 +177,69 @@ async def test_answers_requester_refuses_anyone_else(start_system: StartSystem) 
 
     assert await press(fake, card, BEA, paris) == "This question is not yours to answer."
     assert await press(fake, card, ADA, paris) == "Answered: Paris"
+
+
+@pytest.fixture
+async def two_instances(tmp_path: Path, fake: FakeTelegram, redis_server: str
+                        ) -> AsyncIterator[list[System]]:
+    """Two instances of one bridge in webhook mode on one Redis, behind one public URL (a
+    load balancer's): Telegram posts each update there, and it may reach either one."""
+    ports = [free_port(), free_port()]
+    public_url = f"http://127.0.0.1:{ports[0]}"
+    config = telegram_config(tmp_path, fake, web=True, mode="webhook", public_url=public_url,
+                             secret_token="s3cret-Webhook_token")
+    starter = BridgeStarter(tmp_path)
+    async with prefixed(redis_server) as store:
+        configs = [
+            each.model_copy(update={"web": each.web.model_copy(
+                update={"listen": f"127.0.0.1:{port}"})})
+            for each, port in zip(instances_of(config, store, await starter.start_hub(config)),
+                                  ports, strict=True)
+        ]
+        systems = await starter.start_instances(configs, wrap=System, fake=fake)
+        try:
+            yield systems
+        finally:
+            await starter.close()
+
+
+async def test_a_press_through_either_instance_answers_once_for_everyone(
+    fake: FakeTelegram, two_instances: list[System],
+) -> None:
+    first, second = two_instances
+    assert second.app.web is not None
+    command = {"type": "bot_command", "offset": 0, "length": len("/ask")}
+    update = {"message": fake.message(GROUP, ADA, "/ask Rules weather", entities=[command])}
+    assert await fake.deliver_webhook(TOKEN, update) == 200
+    card = await fake.wait_until(lambda: next(
+        (m for (chat, _), m in sorted(fake.messages.items())
+         if chat == GROUP and m.get("reply_markup")), None), WAIT)
+    data = buttons(fake, card)
+
+    # Bea's press reaches the first instance, Cy's at the same moment the second.
+    queries = {}
+    deliveries = []
+    for who, city, url in ((BEA, "Tokyo", None), (CY, "Paris", second.app.web.url)):
+        token, query = fake.callback_query(GROUP, card["message_id"], who, data[city])
+        queries[who["first_name"]] = query["callback_query"]["id"]
+        deliveries.append(fake.deliver_webhook(
+            token, query, url=url and url + "/telegram/main"))
+    assert await asyncio.gather(*deliveries) == [200, 200]
+    said = {name: str((await fake.wait_for_answer(query, WAIT)).get("text", ""))
+            for name, query in queries.items()}
+    [(winner, choice)] = [(name, text.removeprefix("Answered: "))
+                          for name, text in said.items() if text.startswith("Answered: ")]
+    shown_as = {"Bea": "Bea Ng", "Cy": "Cy"}[winner]
+    loser = "Cy" if winner == "Bea" else "Bea"
+    assert said[loser] == f"Already answered by {shown_as} (telegram): {choice}."
+    [response] = await first.shown(responses)
+    assert choice in response.result
+    await fake.wait_until(
+        lambda: f"answered by {shown_as} (telegram): {choice}" in shown(fake, card))
+    assert fake.keyboard(GROUP, card["message_id"]) == []
+    conversation = await first.app.relay.tracker.get(response.request_id)
+    assert conversation is not None
+    assert [entry.type for entry in conversation.history].count("ANSWER") == 1
+    assert fake.unanswered() == []
+    await first.wait_delivered()
+    assert len(responses(fake.bot_texts(GROUP))) == 1
