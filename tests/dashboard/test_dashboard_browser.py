@@ -298,6 +298,28 @@ async def test_an_operator_watches_and_acts(
     # The room is told who cancelled its request.
     await expect(room.locator("li.message", has_text="cancelled by operator Ada")).to_have_count(1)
 
+    # Rules asks again; this time the operator answers from here with one click. The
+    # answer reaches the bot, and the room's card says who answered, from where.
+    await room.bring_to_front()
+    await composer.fill("/ask Rules weather")
+    await composer.press("Enter")
+    await expect(room.locator(".question-card.state-open")).to_be_visible()
+    await dashboard.bring_to_front()
+    asked_again = await request_id_in_state(dashboard, "clarifying")
+    await row(dashboard, asked_again).click()
+    await expect(dashboard.locator("#detail-id")).to_have_text(asked_again)
+    await question.get_by_role("button", name="Tokyo").click()
+    await expect(question.locator(".question-outcome")).to_contain_text(
+        "answered by Ada (dashboard): Tokyo")
+    await expect(question.get_by_role("button", name="Tokyo")).to_have_count(0)
+    await shots.take(dashboard, "question-answered")
+    await room.bring_to_front()
+    settled = room.locator(".question-card.state-answered")
+    await expect(settled).to_contain_text("answered by Ada (dashboard): Tokyo")
+    await expect(settled.locator("button")).to_have_count(0)
+    await expect(room.locator(".protocol-card.type-response").last).to_contain_text("Tokyo")
+    await dashboard.bring_to_front()
+
     # Pause the binding and resume it.
     await binding.get_by_role("button", name="Pause").click()
     await expect(binding).to_have_class(re.compile(r"\bpaused\b"))
