@@ -239,10 +239,13 @@ class Webchat:
 
     async def replace(self, message: ChatMessage) -> None:
         """Replace a shown message in place: a streaming reply's next version, or a finished
-        message changed afterwards — only that counts as edited (a stream is not an edit)."""
+        message changed afterwards — only that counts as edited (a stream is not an edit,
+        nor a question card redrawn with its outcome: the words stayed the same)."""
         room = self.rooms.open(message.room)
         previous = room.find(message.id)
-        message.edited = previous is not None and (previous.kind == "final" or previous.edited)
+        message.edited = previous is not None and (
+            previous.edited or (previous.kind == "final"
+                                and (previous.text, previous.html) != (message.text, message.html)))
         room.remember(message)
         await room.show("update", message)
 

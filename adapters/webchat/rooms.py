@@ -61,7 +61,7 @@ class ChatMessage:
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
     edited: bool = False
     card: dict[str, Any] | None = None
-    """A bot's question drawn with buttons (`adapters.webchat.cards.card_view`)."""
+    """A bot's question drawn with buttons (`bridge.core.cards.Card.view`)."""
 
     def footprint(self) -> int:
         """About how many bytes of memory this message holds (what `history_bytes` counts)."""

@@ -6,6 +6,7 @@ import pytest
 from webchat_clients import OPEN_REQUEST
 
 from bridge.core.adapter import PermanentSendError
+from bridge.core.cards import Card
 from bridge.core.model import OutboundKind, PlatformRef
 
 
@@ -51,6 +52,21 @@ async def test_edit_replaces_the_message_for_everyone(connect, webchat) -> None:
     await webchat.adapter.edit(ref, webchat.outbound("<p>5, final.</p>", kind=OutboundKind.FINAL))
     for client in (ada, bob):
         assert (await client.expect("update"))["message"]["edited"] is True  # changed after
+
+
+async def test_a_question_card_redrawn_with_its_outcome_is_not_an_edit(connect, webchat) -> None:
+    ada = await connect()
+    await ada.join("lobby", "Ada")
+    card = Card(key="k1", decision="run-1", request_id="req-1", question="Which city?",
+                asker="Rules", requester="Ada", requester_id=None, depth=(2, 5),
+                deadline=None, options=("Paris", "Tokyo"), lane="webchat:main|lobby|")
+    ref = await webchat.adapter.send(webchat.outbound("<p>Which city?</p>", card=card))
+    await ada.expect("message")
+
+    answered = card.settled("answered", "answered by Bob (webchat): Tokyo")
+    await webchat.adapter.edit(ref, webchat.outbound("<p>Which city?</p>", card=answered))
+    update = (await ada.expect("update"))["message"]
+    assert update["card"]["state"] == "answered" and update["edited"] is False
 
 
 async def test_a_card_posted_for_a_person_is_not_marked_as_a_bot(connect, webchat) -> None:
