@@ -47,7 +47,7 @@ SETTLE = 0.5
 """After the last answer: room for a late edit or a repeated post to show up."""
 ALL_DRAWS = os.environ.get("BCN_FAULT_DRAWS") == "all"
 """`BCN_FAULT_DRAWS=all`: every platform and instance count over all 10 draws (60 runs,
-about 15 minutes here) — what the figures in docs/reliability.md come from. By default
+about 11 minutes here) — what the figures in docs/reliability.md come from. By default
 (CI) the subset below, which keeps the fault suite within about four minutes."""
 RUNS = [
     (platform, count, draw)
