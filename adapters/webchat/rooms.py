@@ -249,6 +249,3 @@ class RoomDirectory:
                 self._opened[key] = left
             else:
                 self._opened.pop(key, None)
-
-    def all_members(self) -> list[Member]:
-        return [member for room in self._rooms.values() for member in room.members]

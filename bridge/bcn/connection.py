@@ -441,8 +441,3 @@ class Connection:
 
     async def wait_closed(self) -> None:
         await self._closed_event.wait()
-
-    async def drain_handlers(self) -> None:
-        """Wait for request handlers still running (used on orderly shutdown)."""
-        if self._handlers:
-            await asyncio.gather(*self._handlers, return_exceptions=True)

@@ -52,7 +52,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         url = parse_store_url(args.store)
-    except (ValueError, NotImplementedError) as exc:
+    except ValueError as exc:
         print(f"bcn-bridge conversations: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if url.scheme == "sqlite" and url.path != IN_MEMORY and not Path(url.path or "").is_file():

@@ -64,10 +64,6 @@ class AccountState:
     async def put(self, key: str, value: dict[str, Any]) -> None:
         await self.store.message_map.put(self._key(key), value, self.clock())
 
-    async def first_time(self, key: str) -> bool:
-        """True the first time any instance asks about `key`, False ever after."""
-        return await self.store.seen.add(self._key(key), self.clock())
-
     async def done_among(self, keys: list[str]) -> set[str]:
         """Which of `keys` were marked `done`: one store call per `DONE_AMONG_BATCH` keys,
         not one per key (a journal of a long outage holds thousands)."""
