@@ -1,7 +1,8 @@
 """The relay's concerns: seen ids, the durable outbox and the platform-message map.
 
-They sit behind the same `Store` as tracked conversations (DESIGN §7), each with a few coarse
-operations, so memory, SQLite and (later) Redis implement them alike.
+They sit behind the same `Store` as tracked conversations, each with a few coarse
+operations, so memory, SQLite and Redis implement them alike and several instances sharing
+one store see the same state.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import timedelta
 
-# Protocol message types (DESIGN §5).
+# The text protocol's message types (docs/protocol.md).
 REQUEST = "REQUEST"
 RESPONSE = "RESPONSE"
 CLARIFY = "CLARIFY"

@@ -1,4 +1,4 @@
-"""The Redis store: several bridge instances share one Redis (DESIGN §7).
+"""The Redis store: several bridge instances share one Redis (docs/scale-out.md).
 
 `RedisStore` lives in `bridge.store.redis.store`; this package's top level only holds what
 checking a URL needs (`url.py`), so loading a config does not import redis-py (a tenth of a
