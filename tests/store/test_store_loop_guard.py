@@ -101,6 +101,20 @@ async def test_a_reply_to_a_person_is_not_counted_while_the_guard_counts_nothing
     assert verdict == "tripped"
 
 
+async def test_max_messages_counts_what_docs_config_says(store: Store) -> None:
+    """docs/config.md's example: with `max_messages: 4`, after a person's question the bot's
+    answer and four more bot messages show, and the next is held."""
+    policy = {"limit": 4, "window": 60.0, "keep": 4}
+    verdict, _ = await store.loop_guard.post(LANE, output("the answer"), once="a0", now=at(0),
+                                             answers_human=True, **policy)
+    shown = [verdict]
+    for n in range(1, 6):
+        verdict, _ = await store.loop_guard.post(LANE, output(f"bot {n}"), once=f"a{n}",
+                                                 now=at(n), **policy)
+        shown.append(verdict)
+    assert shown == ["allow"] * 5 + ["tripped"]
+
+
 async def test_a_lane_is_quiet_until_a_bot_speaks_or_something_is_queued(store: Store) -> None:
     """`quiet` is what lets a reply to a person be posted at once (see `Outbox.post_now`):
     True while the lane's guard keeps nothing and nothing of the lane is queued, for every
