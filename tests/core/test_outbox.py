@@ -222,10 +222,22 @@ async def test_an_instance_without_the_account_leaves_its_lane_to_one_that_has_i
     platform = Platform()
     without = Outbox(store.outbox, store.message_map, lambda lane: None, clock=clock,
                      leases=store.leases, holder="instance-b", orphan_scan=0.01)
+    scans = 0
+    adopt = without._adopt_lanes
+
+    async def counted_scan() -> None:
+        nonlocal scans
+        await adopt()
+        scans += 1
+
+    without._adopt_lanes = counted_scan  # type: ignore[method-assign]
     await store.outbox.append(item("for the instance with the account"))
     await without.start()  # adopts every queued lane it finds
     await drain(without)
-    await asyncio.sleep(0.05)  # a few orphan scans
+    async with asyncio.timeout(5):  # three orphan scans, each trying the lane again
+        while scans < 3:
+            await asyncio.sleep(0.005)
+    await drain(without)
     assert [i.parts for i in await store.outbox.pending()] == [
         ["for the instance with the account"]
     ]

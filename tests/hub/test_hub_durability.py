@@ -17,7 +17,7 @@ from typing import Any
 
 import aiohttp
 import pytest
-from hub_clients import StartHub, TestBot, TestLink, next_item, nothing_in
+from hub_clients import WAIT, StartHub, TestBot, TestLink, next_item, nothing_in
 
 from bridge.hub import Hub
 
@@ -32,6 +32,19 @@ def rows(hub: Hub, table: str) -> int:
     path = Path(hub.state.db.path)
     with contextlib.closing(sqlite3.connect(path)) as db:
         return int(db.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+
+
+async def stored_rows(hub: Hub, table: str, count: int) -> None:
+    """Until `table` holds `count` rows. What changes it arrives when a peer sends it (an
+    ack, a bot's output: fire and forget) and is written in batches, so flush and look
+    again until it shows, rather than sleep for a guess and assert."""
+    assert hub.state is not None
+    async with asyncio.timeout(WAIT):
+        while True:
+            await hub.state.db.writes.flush()
+            if rows(hub, table) == count:
+                return
+            await asyncio.sleep(0.01)
 
 
 async def test_unacked_deliveries_are_replayed_after_a_restart_with_their_event_ids(
@@ -56,10 +69,7 @@ async def test_unacked_deliveries_are_replayed_after_a_restart_with_their_event_
     replayed = [await next_item(again.delivers) for _ in range(3)]
     assert replayed == seen  # the same event ids, the same outputs, the same order
     assert await nothing_in(again.delivers)
-    await asyncio.sleep(0.05)  # the acks' deletions are batched: let them commit
-    assert hub.state is not None
-    await hub.state.db.writes.flush()
-    assert rows(hub, "deliveries") == 0
+    await stored_rows(hub, "deliveries", 0)  # every ack's deletion committed
 
 
 async def test_acked_deliveries_are_not_replayed(
@@ -91,7 +101,7 @@ async def left_undelivered(
     for text in deltas:
         await helper.event("run-1", "delta", text)
     await helper.final("run-1", final)
-    await asyncio.sleep(0.1)
+    await stored_rows(hub, "deliveries", len(deltas) + 1)  # every output stored
     await hub.stop()
 
 
@@ -247,9 +257,7 @@ async def test_a_burst_of_deliveries_is_persisted_in_batches(
         await helper.event("run-1", "delta", f"w{n} ")
     got = [await next_item(link.delivers) for _ in range(burst)]
     assert [d["seq"] for d in got] == list(range(1, burst + 1))
-    await asyncio.sleep(0.1)
-    await writes.flush()
-    assert rows(hub, "deliveries") == 0  # every acked one deleted again
+    await stored_rows(hub, "deliveries", 0)  # every acked one deleted again
     statements = writes.committed - before[0]
     transactions = writes.transactions - before[1]
     busy = writes.busy - before[2]
