@@ -219,6 +219,24 @@ async def test_history_survives_a_reload_and_unbound_rooms_get_a_hint(chat, page
     assert responder.received.empty()
 
 
+async def test_a_link_to_a_room_opens_that_room(chat, page) -> None:
+    server, _, _ = chat
+    await page.goto(server.url + "/?room=random")
+    await expect(page.get_by_label("Room", exact=True)).to_have_value("random")
+    await page.get_by_label("Your name", exact=True).fill("Ada")
+    await page.get_by_role("button", name="Join").click()
+    await expect(page.locator("#room-label")).to_have_text("#random")
+    # Joined elsewhere, the address follows, so it can be shared as it is.
+    await page.get_by_role("button", name="Change room").click()
+    await page.get_by_label("Room", exact=True).fill("ops")
+    await page.get_by_role("button", name="Join").click()
+    await expect(page.locator("#room-label")).to_have_text("#ops")
+    assert page.url.endswith("/?room=ops")
+    # A link wins over the room the page remembers.
+    await page.goto(server.url + "/?room=random")
+    await expect(page.locator("#room-label")).to_have_text("#random")
+
+
 async def test_messages_typed_while_offline_are_sent_once_back_online(chat, page) -> None:
     server, adapter, responder = chat
     await join(page, server.url + "/")

@@ -34,6 +34,19 @@
     return id && /^[\w.:-]{1,100}$/.test(id) ? id : "";
   }
 
+  function roomInAddress() {
+    const room = new URLSearchParams(window.location.search).get("room");
+    return room ? room.trim().slice(0, 64) : "";
+  }
+
+  // The address names the room joined, so it can be shared or bookmarked as it is.
+  function showRoomInAddress(room) {
+    const url = new URL(window.location.href);
+    if (url.searchParams.get("room") === room) return;
+    url.searchParams.set("room", room);
+    window.history.replaceState(null, "", url);
+  }
+
   const state = {
     clientId: storedClientId(),
     shownName: "", // the name the room shows, e.g. "Ada (2)" when another Ada is there
@@ -41,7 +54,8 @@
     joined: false,
     wantJoin: false,
     name: storage.get(KEYS.name) || "",
-    room: storage.get(KEYS.room) || "",
+    // A link to a room (`/?room=ops`) names the room to join; else the last one joined.
+    room: roomInAddress() || storage.get(KEYS.room) || "",
     backoff: BACKOFF_START_MS,
     maxLength: 4000,
     pending: new Map(), // client_message_id -> text, in the order typed; resent until acked
@@ -462,6 +476,7 @@
       }
       storage.set(KEYS.name, state.name);
       storage.set(KEYS.room, state.room);
+      showRoomInAddress(state.room);
       ui.joinError.textContent = "";
       ui.join.hidden = true;
       ui.chat.hidden = false;
