@@ -43,6 +43,19 @@ async def test_ask_command_is_tracked_and_answered_with_a_response(start_system)
     assert [entry.type for entry in conv.history] == ["REQUEST", "RESPONSE"]
 
 
+async def test_ask_echo_is_answered_in_protocol_form_and_closes_the_request(start_system):
+    """The Echo bot answers a request addressed to it with a RESPONSE echoing the task; an
+    echo of the REQUEST block itself left the request open until its timeout."""
+    system = await start_system()
+    await system.chat_adapter.say("room", "/ask Echo say hi")
+    answer = await system.wait_for(lambda ms: finals_from(ms, "Echo"))
+    response = parse(answer[0].text)
+    assert response is not None and response.type == "RESPONSE"
+    assert response.to == "Ada" and response.status == "done" and response.result == "say hi"
+    conv = await system.app.relay.tracker.get(response.request_id)
+    assert conv.status == "done"
+
+
 async def test_clarify_is_answered_by_a_human_reply(start_system):
     system = await start_system()
     await system.chat_adapter.say("room", "/ask Rules weather")

@@ -92,7 +92,7 @@ class RulesBrain:
             assert request.request_id is not None  # the parser refuses a REQUEST without one
             self._remember(PendingClarification(outcome.skill, session_key, request, depth))
             return build_clarify(
-                to=_requester(request), from_=self.name, request_id=request.request_id,
+                to=requester_of(request), from_=self.name, request_id=request.request_id,
                 question=escape_value(outcome.question), depth=depth,
                 options=list(outcome.options) or None,
             )
@@ -100,7 +100,7 @@ class RulesBrain:
 
     def _response(self, request: ProtocolMessage, answer: Answer, depth: Depth) -> str:
         return build_response(
-            to=_requester(request), from_=self.name, request_id=request.request_id,
+            to=requester_of(request), from_=self.name, request_id=request.request_id,
             status=answer.status, result=escape_value(answer.text), depth=depth,
             original_from=request.original_from,
         )
@@ -164,7 +164,7 @@ def reply_depth(depth: Depth) -> Depth:
     return Depth(max(1, min(depth.current + 1, depth.max)), depth.max)
 
 
-def _requester(request: ProtocolMessage) -> str:
+def requester_of(request: ProtocolMessage) -> str:
     """Who gets the answer: a HANDOFF's Callback bot when it names one, else the sender."""
     if request.type is MessageType.HANDOFF and request.callback:
         return request.callback.strip().lstrip("@") or request.from_
