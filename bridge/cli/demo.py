@@ -1,8 +1,11 @@
-"""`bcn-bridge demo [--port 8080]`: the whole system on this machine, no accounts needed."""
+"""`bcn-bridge demo [--port 8080] [--dashboard]`: the whole system on this machine, no
+accounts needed; `--dashboard` turns the operator's dashboard on with a fresh token, printed
+beside its URL (it lives as long as the demo)."""
 
 from __future__ import annotations
 
 import argparse
+import secrets
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -18,6 +21,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--port", type=int, default=8080, help="webchat port (default 8080)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep state here (default: a temporary directory)")
+    parser.add_argument("--dashboard", action="store_true",
+                        help="turn the operator's dashboard on (/dashboard); its sign-in "
+                             "token is made up now and printed")
     add_log_options(parser)
     parser.set_defaults(handler=demo_command)
 
@@ -31,13 +37,27 @@ def demo_command(args: argparse.Namespace) -> int:
     with tempfile.TemporaryDirectory(prefix="bcn-bridge-demo-") as scratch:
         data_dir = args.data_dir or Path(scratch)
         config = demo_config(data_dir, web_port=args.port)
+        token = secrets.token_urlsafe(24) if args.dashboard else None
+        if token is not None:
+            config = with_dashboard(config, token)
 
         async def bots(app: Any) -> list[Any]:
             return await start_demo_bots(app.bcn_url, data_dir)
 
         def ready(app: Any) -> None:
             url = f"{app.web.url}/?room={DEMO_ROOM}"
-            announce(f"\n  bcn-bridge demo is running: open {url}\n"
+            dashboard = (f"  dashboard: {app.web.url}/dashboard   sign-in token: {token}\n"
+                         if token is not None else "")
+            announce(f"\n  bcn-bridge demo is running: open {url}\n{dashboard}"
                      f"  (bots Echo and Rules; try: /ask Rules what is 6*7)   Ctrl-C to stop\n")
 
         return event_loop.run(serve(config, companions=bots, on_ready=ready))
+
+
+def with_dashboard(config: Any, token: str) -> Any:
+    """The demo's config with `web.dashboard` on, signed in to with `token`."""
+    from bridge.dashboard.config import DashboardSection
+
+    dashboard = DashboardSection(enabled=True, token=token)
+    return config.model_copy(
+        update={"web": config.web.model_copy(update={"dashboard": dashboard})})

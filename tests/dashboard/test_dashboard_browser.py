@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from bridge.app import BridgeApp
+from bridge.cli.demo import with_dashboard
 from bridge.config.schema import BridgeConfig
-from bridge.dashboard.config import DashboardSection
 from bridge.demo import DEMO_ROOM, demo_config, start_demo_bots
 from bridge.protocol import build_request, parse
 from tests.support.browser import BACKGROUND_TAB_ARGS, BROWSER_MARKS, CHROMIUM, CHROMIUM_ARGS
@@ -41,12 +41,8 @@ pytestmark = BROWSER_MARKS
 
 
 def dashboard_config(tmp_path: Path) -> BridgeConfig:
-    """The demo with the dashboard on, as `web.dashboard: {enabled: true, token: …}` says."""
-    config = demo_config(tmp_path, web_port=0, hub_port=0)
-    dashboard = DashboardSection(enabled=True, token=TOKEN)
-    return config.model_copy(
-        update={"web": config.web.model_copy(update={"dashboard": dashboard})}
-    )
+    """The demo with the dashboard on, as `bcn-bridge demo --dashboard` runs it."""
+    return with_dashboard(demo_config(tmp_path, web_port=0, hub_port=0), TOKEN)
 
 
 @pytest.fixture
