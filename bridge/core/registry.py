@@ -19,6 +19,7 @@ ADAPTERS: dict[str, str] = {
     "telegram": "adapters.telegram:TelegramAdapter",
     "discord": "adapters.discord:DiscordAdapter",
     "slack": "adapters.slack:SlackAdapter",
+    "matrix": "adapters.matrix:MatrixAdapter",
 }
 
 

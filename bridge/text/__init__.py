@@ -3,7 +3,7 @@ split to the platform's limit. Pure functions over plain data — no I/O, no clo
 See docs/text.md.
 """
 
-from bridge.text.convert import from_platform, parse, render, to_platform
+from bridge.text.convert import from_platform, matrix_html, parse, render, to_platform
 from bridge.text.mentions import Directory, StaticDirectory
 from bridge.text.model import (
     Block,
@@ -70,6 +70,7 @@ __all__ = [
     "from_platform",
     "is_protocol_header",
     "length_on",
+    "matrix_html",
     "parse",
     "parse_discord",
     "parse_markdown",

@@ -17,7 +17,11 @@ from bridge.text.parse_telegram import parse_telegram, parse_telegram_html
 from bridge.text.platforms import Platform, platform_named
 from bridge.text.render_base import Renderer, RenderOptions
 from bridge.text.render_discord import DiscordRenderer
-from bridge.text.render_html import TelegramHtmlRenderer, WebchatHtmlRenderer
+from bridge.text.render_html import (
+    MatrixHtmlRenderer,
+    TelegramHtmlRenderer,
+    WebchatHtmlRenderer,
+)
 from bridge.text.render_markdown import MarkdownRenderer
 from bridge.text.render_plain import PlainRenderer
 from bridge.text.render_slack import SlackRenderer
@@ -27,6 +31,7 @@ _RENDERERS: Mapping[Platform, type[Renderer]] = {
     Platform.SLACK: SlackRenderer,
     Platform.TELEGRAM: TelegramHtmlRenderer,
     Platform.WEBCHAT: WebchatHtmlRenderer,
+    Platform.MATRIX: MarkdownRenderer,
     Platform.PLAIN: PlainRenderer,
 }
 
@@ -82,7 +87,7 @@ def parse(
         if entities is None:
             return parse_telegram_html(text, directory)
         return parse_telegram(text, entities, directory)
-    if target is Platform.WEBCHAT:
+    if target in (Platform.WEBCHAT, Platform.MATRIX):
         return parse_markdown(text)
     return parse_telegram(text, [], directory)
 
@@ -96,6 +101,13 @@ def from_platform(
     """Turn a platform message into common Markdown with `@Name` mentions, for BCN."""
     document = parse(text, platform, entities, directory)
     return MarkdownRenderer(RenderOptions(directory or NO_DIRECTORY, True)).render(document)
+
+
+def matrix_html(markdown: str, directory: Directory | None = None) -> str:
+    """A Matrix message's `formatted_body` for its `body` (common Markdown, as rendered for
+    `Platform.MATRIX`): the same document as HTML, `@Name`s the directory knows as pills."""
+    renderer = MatrixHtmlRenderer(RenderOptions(directory or NO_DIRECTORY, False))
+    return renderer.render(parse_markdown(_as_text(markdown)))
 
 
 def _as_text(value: object) -> str:

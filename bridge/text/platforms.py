@@ -12,6 +12,9 @@ class Platform(StrEnum):
     SLACK = "slack"
     TELEGRAM = "telegram"
     WEBCHAT = "webchat"
+    MATRIX = "matrix"
+    """`body`: common Markdown, as Matrix clients write it; `formatted_body` is its HTML
+    (`matrix_html`)."""
     PLAIN = "plain"
 
 
@@ -28,6 +31,7 @@ PLATFORM_LIMITS: Mapping[str, int] = MappingProxyType(
         Platform.SLACK: 40000,
         Platform.TELEGRAM: 4096,
         Platform.WEBCHAT: 16000,
+        Platform.MATRIX: 8000,
         Platform.PLAIN: 1_000_000,
     }
 )
@@ -38,6 +42,7 @@ PLATFORM_COUNTING: Mapping[str, Counting] = MappingProxyType(
         Platform.SLACK: Counting.CODE_POINTS,
         Platform.TELEGRAM: Counting.UTF16_UNITS,
         Platform.WEBCHAT: Counting.CODE_POINTS,
+        Platform.MATRIX: Counting.CODE_POINTS,
         Platform.PLAIN: Counting.CODE_POINTS,
     }
 )

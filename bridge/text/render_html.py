@@ -175,3 +175,38 @@ class WebchatHtmlRenderer(Renderer):
             for item in block.items
         )
         return f"<{tag}{start}>{items}</{tag}>"
+
+
+MATRIX_TO = "https://matrix.to/#/"
+"""Where a Matrix pill links: `https://matrix.to/#/@user:server`."""
+
+
+def is_matrix_user_id(value: str) -> bool:
+    return value.startswith("@") and ":" in value
+
+
+class MatrixHtmlRenderer(WebchatHtmlRenderer):
+    """`formatted_body` (`org.matrix.custom.html`): the HTML subset Matrix clients show,
+    mentions as pills. Protocol blocks are `<pre>` with their fences, like the `body`."""
+
+    def link(self, node: Link) -> str:
+        inner = self.inlines(node.children, node)
+        if not node.url.lower().startswith(self._LINK_SCHEMES):
+            return inner
+        return f'<a href="{escape(node.url)}">{inner}</a>'
+
+    def styled(self, node: Styled, context: InlineContext) -> str:
+        if node.style is Style.SPOILER:
+            return f"<span data-mx-spoiler>{self.inlines(node.children, node)}</span>"
+        return super().styled(node, context)
+
+    def mention(self, node: Mention) -> str:
+        name = self.display_name(node)
+        platform_id = self.platform_id(node) if node.kind is MentionKind.USER else None
+        if platform_id and is_matrix_user_id(platform_id):
+            return f'<a href="{MATRIX_TO}{escape(platform_id)}">{escape(name)}</a>'
+        prefix = "#" if node.kind is MentionKind.CHANNEL else "@"
+        return escape(prefix + name)
+
+    def protocol_block(self, block: ProtocolBlock) -> str:
+        return f"<pre><code>{escape(block.text)}</code></pre>"

@@ -107,7 +107,7 @@ def test_unfenced_protocol_message_passes_verbatim() -> None:
 
 
 def test_unknown_platform_names_valid_ones() -> None:
-    with pytest.raises(ValueError, match="discord, slack, telegram, webchat, plain"):
+    with pytest.raises(ValueError, match="discord, slack, telegram, webchat, matrix, plain"):
         to_platform("hi", "irc")
 
 

@@ -131,7 +131,7 @@ def test_bad_limit_is_a_clear_error() -> None:
     with pytest.raises(ValueError, match="limit"):
         split_for("x", "discord", 3)
     with pytest.raises(ValueError, match="unknown platform"):
-        split_for("x", "matrix")
+        split_for("x", "irc")
 
 
 def test_slack_default_limit_and_words() -> None:
