@@ -49,9 +49,26 @@ async def installed_client(npm: str) -> Path:
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     out, _ = await asyncio.wait_for(child.communicate(), 300)
+    said = out.decode("utf-8", "replace")
+    if child.returncode != 0 and unreachable_registry(said):
+        raise RegistryUnreachable(said.strip().splitlines()[0] if said.strip() else "npm")
     if child.returncode != 0 or not marker.exists():
-        raise RuntimeError(f"npm install of the interop client failed:\n{out.decode()}")
+        raise RuntimeError(f"npm install of the interop client failed:\n{said}")
     return modules
+
+
+class RegistryUnreachable(RuntimeError):
+    """npm could not reach its registry (no network here): the client cannot be had, which
+    says nothing about the bridge; any other install failure is a failure."""
+
+
+_NETWORK_ERRORS = ("ENOTFOUND", "EAI_AGAIN", "ECONNREFUSED", "ECONNRESET", "ETIMEDOUT",
+                   "ENETUNREACH", "EHOSTUNREACH", "network request to", "getaddrinfo")
+
+
+def unreachable_registry(npm_output: str) -> bool:
+    """Does npm's output say the registry could not be reached (rather than refused us)?"""
+    return any(marker in npm_output for marker in _NETWORK_ERRORS)
 
 
 class HubProcess:

@@ -9,12 +9,14 @@ handshake, heartbeats, a human message in, a streamed reply out with its text, a
 inject, an abort, error answers the client parses (and tasks), a dropped connection with a
 reply still arriving across it, a message after the reconnect, and one after a hub restart.
 
-Skipped only when node or npm is missing (CI installs both).
+Skipped only when node or npm is missing (CI installs both), or when npm cannot reach its
+registry (no network): any other install failure fails the test.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,7 +28,15 @@ import pytest
 from bridge.bcn.examples.echo import build_echo_bot
 from bridge.retry import Backoff
 from tests.hub.hub_clients import TestLink, binding, next_item, nothing_in
-from tests.interop.harness import WAIT, HubProcess, NodeHost, installed_client, node_tools
+from tests.interop.harness import (
+    WAIT,
+    HubProcess,
+    NodeHost,
+    RegistryUnreachable,
+    installed_client,
+    node_tools,
+    unreachable_registry,
+)
 from tests.interop.proxy import CuttableProxy
 
 TOOLS = node_tools()
@@ -133,7 +143,11 @@ class Scene:
 @pytest.fixture
 async def scene(tmp_path: Path) -> AsyncIterator[Scene]:
     assert TOOLS is not None
-    modules = await installed_client(TOOLS[1])
+    try:
+        modules = await installed_client(TOOLS[1])
+    except RegistryUnreachable as exc:
+        pytest.skip(f"the npm registry cannot be reached here, so the BCN authors' client "
+                    f"cannot be installed ({exc})")
     running = Scene(tmp_path, modules)
     try:
         await running.start()
@@ -272,3 +286,25 @@ async def test_published_client_round_trips_through_the_hub(scene: Scene) -> Non
     assert [d["text"] for d in await scene.until_final()] == ["back again", "back again"]
     assert not any("Ignoring invalid BCN WebSocket frame" in o.get("message", "")
                    for o in host.seen("log"))
+
+
+async def test_an_unreachable_registry_is_told_apart_from_a_failed_install(
+    tmp_path: Path,
+) -> None:
+    """What the skip above rests on, against real npm: a registry nobody answers at reads as
+    unreachable; a package the registry does not have does not."""
+    assert TOOLS is not None
+    (tmp_path / "package.json").write_text(
+        '{"name": "probe", "version": "1.0.0", "dependencies": {"left-pad": "1.3.0"}}')
+    child = await asyncio.create_subprocess_exec(
+        TOOLS[1], "install", "--no-audit", "--no-fund", "--ignore-scripts", "--fetch-retries=0",
+        "--no-package-lock", "--loglevel=error", cwd=tmp_path,
+        env={**os.environ, "npm_config_registry": "http://127.0.0.1:9/",
+             "npm_config_cache": str(tmp_path / "cache")},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+    )
+    out, _ = await asyncio.wait_for(child.communicate(), WAIT * 4)
+    assert child.returncode != 0
+    assert unreachable_registry(out.decode())
+    assert not unreachable_registry("npm error code E404\nnpm error 404 Not Found - GET "
+                                    "https://registry.npmjs.org/no-such-package")
