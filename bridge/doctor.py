@@ -1,17 +1,19 @@
 """`bcn-bridge doctor`: everything a deployment needs, checked live, one verdict per line.
 
 The config is loaded as `run` would; then the store is opened and a record written and read
-back; the BCN is reached (a remote one with `bcn.token`, asking it for each bound group; the
-embedded hub's listen address and data directory are tried); and every platform account
-checks itself through its adapter's `diagnose()` (found through the adapter registry, so a
-new platform brings its own check). Nothing is relayed, polled or registered: doctor can run
-beside a bridge that is up.
+back (a SQLite file or a hub data directory not created yet is only checked to be
+creatable: doctor leaves nothing behind where it runs); the BCN is reached (a remote one
+with `bcn.token`, asking it for each bound group; the embedded hub's listen address and
+data directory are tried); and every platform account checks itself through its adapter's
+`diagnose()` (found through the adapter registry, so a new platform brings its own check).
+Nothing is relayed, polled or registered: doctor can run beside a bridge that is up.
 """
 
 from __future__ import annotations
 
 import asyncio
 import errno
+import os
 import socket
 import tempfile
 from collections.abc import Awaitable, Callable
@@ -29,7 +31,8 @@ from bridge.core.adapter import Diagnosis
 from bridge.core.link import PROTOCOL_VERSION, channel_url
 from bridge.logs import redact
 from bridge.store import open_store
-from bridge.store.opening import redacted
+from bridge.store.opening import parse_store_url, redacted
+from bridge.store.sqlite import IN_MEMORY
 from bridge.web.server import WebServer
 
 CHECK_TIMEOUT = 15.0
@@ -96,6 +99,10 @@ def check_config(path: str, say: Report) -> BridgeConfig | None:
 
 async def check_store(config: BridgeConfig) -> list[Diagnosis]:
     where = redacted(config.store)
+    missing = _sqlite_file_not_created(config.store)
+    if missing is not None:
+        # Opening it would create it (and its folders) wherever doctor happens to run.
+        return [_creatable(f"store {where}", missing, "run creates it")]
     try:
         store = await open_store(config.store)
     except Exception as exc:  # any backend's own error: all we can do is show it
@@ -143,11 +150,31 @@ def _listen_check(key: str, listen: str) -> Diagnosis:
     return Diagnosis.ok(f"{key} {listen} is free")
 
 
+def _sqlite_file_not_created(store: str) -> Path | None:
+    """The SQLite store's file, when the store is one and the file does not exist yet."""
+    url = parse_store_url(store)
+    if url.scheme != "sqlite" or not url.path or url.path == IN_MEMORY:
+        return None
+    path = Path(url.path)
+    return None if path.exists() else path
+
+
+def _creatable(what: str, path: Path, outcome: str) -> Diagnosis:
+    """A path that does not exist yet, checked without creating it: can its nearest existing
+    folder be written, so that the bridge can create it?"""
+    existing = next(parent for parent in path.absolute().parents if parent.exists())
+    if existing.is_dir() and os.access(existing, os.W_OK | os.X_OK):
+        return Diagnosis.ok(f"{what}: not created yet; {existing} is writable, so {outcome}")
+    return Diagnosis.fail(f"{what}: {path} does not exist and {existing} is not writable",
+                          f"create {path.parent} for the user the bridge runs as, or change it")
+
+
 def _data_dir_check(config: BridgeConfig) -> Diagnosis:
     assert config.hub is not None
     data_dir = Path(config.hub.data_dir)
+    if not data_dir.exists():
+        return _creatable("embedded hub: hub.data_dir", data_dir, "the hub creates it")
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=data_dir, prefix=".doctor-"):
             pass
     except OSError as exc:

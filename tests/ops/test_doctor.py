@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from bridge.hub import Hub
 from bridge.hub.config import HubConfig
+from bridge.store import open_store
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, FakeSlack
 from tests.fakes.telegram import FakeTelegram
 from tests.support.bridge_process import REPO, free_port, write_config
@@ -89,7 +91,8 @@ async def test_a_healthy_deployment_passes_every_check(
     assert code == 0, "\n".join(lines)
     assert all(line.startswith(("✓", "!")) for line in lines), lines
     assert line_about(lines, "config ").startswith("✓")
-    assert "opened, written and read back" in line_about(lines, "store sqlite")
+    assert "not created yet" in line_about(lines, "store sqlite")  # and left so
+    assert not (tmp_path / "bridge.db").exists()
     assert "link accepted" in line_about(lines, "BCN ws://")
     assert "1 bot(s), online: none yet" in line_about(lines, "BCN group team")
     assert "@BridgeBot" in line_about(lines, "telegram:main: logged in")
@@ -100,6 +103,46 @@ async def test_a_healthy_deployment_passes_every_check(
     assert [call for call in slack.calls if call.method == "apps.connections.open"]
     assert not slack.sockets_opened  # checked, not connected
     assert not telegram.calls_to("getUpdates")  # nothing polled
+
+
+async def test_a_store_that_exists_is_written_and_read_back(
+    tmp_path: Path, hub: Hub, platforms: tuple[FakeTelegram, FakeSlack]
+) -> None:
+    telegram, slack = platforms
+    config = deployment(tmp_path, hub, telegram, slack)
+    async with open_store(f"sqlite:///{tmp_path / 'bridge.db'}"):
+        pass  # what a first run leaves
+    code, lines = await doctor(config)
+    assert code == 0, "\n".join(lines)
+    assert "opened, written and read back" in line_about(lines, "store sqlite")
+
+
+async def test_doctor_creates_nothing_where_it_runs(tmp_path: Path) -> None:
+    """A first-time user's `doctor -c config/demo.yaml` left ./data/*.db behind: a store and a
+    hub folder not created yet are checked to be creatable, and left uncreated."""
+    data = tmp_path / "data"
+    config = write_config(tmp_path / "demo.yaml", {
+        "hub": {"listen": f"127.0.0.1:{free_port()}", "data_dir": str(data / "hub"),
+                "groups": [{"id": "demo", "bots": []}]},
+        "bcn": {"url": "embedded"},
+        "store": f"sqlite:///{data / 'demo.db'}",
+        "web": {"listen": f"127.0.0.1:{free_port()}"},
+        "accounts": {"webchat": {"main": {}}},
+        "bindings": [{"channel": "webchat:main", "chat": "lobby", "group": "demo"}],
+    })
+    code, lines = await doctor(config)
+    assert code == 0, "\n".join(lines)
+    assert "not created yet" in line_about(lines, "store sqlite")
+    assert "not created yet" in line_about(lines, "hub.data_dir")
+    assert not data.exists()
+
+    # A path under a file can never be created (whoever runs it, root too).
+    (tmp_path / "a-file").write_text("", encoding="utf-8")
+    impossible = write_config(tmp_path / "impossible.yaml", {
+        **yaml.safe_load(config.read_text(encoding="utf-8")),
+        "store": f"sqlite:///{tmp_path / 'a-file' / 'sub' / 'demo.db'}"})
+    code, lines = await doctor(impossible)
+    assert code != 0 and line_about(lines, "store sqlite").startswith("✗")
 
 
 async def test_each_broken_part_is_one_line_with_its_fix(
