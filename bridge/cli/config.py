@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -38,16 +39,39 @@ def _usage(parser: argparse.ArgumentParser) -> int:
     return EXIT_INVALID
 
 
+UNSET_STAND_IN = "unset-environment-variable-stand-in"
+"""What an unset `${NAME}` is read as while checking the rest of a file (long enough for any
+minimum length, so only that value's own checks can complain, and those are left out)."""
+
+
 def run_check(args: argparse.Namespace) -> int:
+    """Check the file as `run` would, except that environment variables not set here (the
+    secrets of a deployment, typically) are listed rather than failed: the file is checked
+    with a stand-in for each, and only problems of the file itself fail it."""
     from bridge.config import ConfigError, load_config
 
+    unset: dict[str, None] = {}
     try:
         config = load_config(args.file)
     except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_INVALID
-    print(f"{args.file}: OK")
-    for line in summary_lines(config):
+        unset = {issue.unset_variable: None for issue in exc.issues if issue.unset_variable}
+        if not unset or any(issue.unset_variable is None for issue in exc.issues):
+            print(exc, file=sys.stderr)
+            return EXIT_INVALID
+        needing = [issue.loc for issue in exc.issues]
+        try:
+            config = load_config(
+                args.file, environ={**os.environ, **dict.fromkeys(unset, UNSET_STAND_IN)})
+        except ConfigError as again:
+            problems = [issue for issue in again.issues
+                        if not any(issue.loc[:len(loc)] == loc for loc in needing)]
+            if problems:
+                print(ConfigError(problems), file=sys.stderr)
+                return EXIT_INVALID
+            config = None
+    print(f"{args.file}: OK" + (", once these environment variables are set where it runs: "
+                                + ", ".join(unset) if unset else ""))
+    for line in summary_lines(config) if config is not None else []:
         print(f"  {line}")
     return 0
 

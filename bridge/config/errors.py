@@ -37,6 +37,9 @@ class ConfigIssue:
     message: str
     column: int | None = None
     """Where on the line, when known (YAML syntax errors): `file:line:column:`."""
+    unset_variable: str | None = None
+    """The environment variable this value needs and that is not set (`${NAME}`), so a file
+    check can tell "set NAME where it runs" from a mistake in the file."""
 
     @property
     def path(self) -> str:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,11 @@ FILE_SUFFIX = "_file"
 
 class _Unresolved(Exception):
     """An env reference that cannot be filled; the message is shown to the user."""
+
+    def __init__(self, message: str, variable: str | None = None) -> None:
+        super().__init__(message)
+        self.variable = variable
+        """The variable that is not set, when that is the problem."""
 
 
 def expand_env(text: str, environ: Mapping[str, str]) -> str:
@@ -51,7 +57,7 @@ def expand_env(text: str, environ: Mapping[str, str]) -> str:
         if value is None:
             raise _Unresolved(
                 f"environment variable {name} is not set (use '${{{name}:-default}}' "
-                "for a fallback)"
+                "for a fallback)", variable=name,
             )
         return value
 
@@ -128,11 +134,25 @@ class _Resolver:
         try:
             expanded = expand_env(value, self.env)
         except _Unresolved as exc:
-            self.issues.append(self.doc.issue(loc, str(exc)))
+            issue = self.doc.issue(loc, str(exc))
+            if exc.variable is not None:
+                message = (self._unset_secret(exc.variable, loc) if self._is_secret(loc, "")
+                           else str(exc))
+                issue = replace(issue, message=message, unset_variable=exc.variable)
+            self.issues.append(issue)
             return value
         if self._is_secret(loc, expanded):
             self.doc.hidden.add(loc)
         return expanded
+
+    @staticmethod
+    def _unset_secret(name: str, loc: Loc) -> str:
+        """A secret has no sensible default: say how to give it."""
+        key = loc[-1] if loc and isinstance(loc[-1], str) else None
+        from_file = f", or keep it in a file and write '{key}{FILE_SUFFIX}: /path' instead" \
+            if key is not None else ""
+        return (f"environment variable {name} is not set: it holds a secret, so set it where "
+                f"the bridge runs (export {name}=…){from_file}")
 
     def _is_secret(self, loc: Loc, value: str) -> bool:
         """Only secrets are kept out of error messages: a value under a secret key (by its

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,6 +57,29 @@ def test_demo_config_loads() -> None:
     assert [(b.channel, b.chat, b.group, b.protocol.enabled) for b in config.bindings] == [
         ("webchat:main", "lobby", "demo", True)
     ]
+
+
+def test_example_config_shows_every_account_key() -> None:
+    """config/example.yaml says it covers every key: each account model's every field is
+    written there (as itself or as its `_file` form)."""
+    text = (REPO / "config" / "example.yaml").read_text(encoding="utf-8")
+    missing = []
+    for channel_type in yaml.safe_load(text)["accounts"]:
+        model = registry.account_config_model(channel_type)
+        block = account_block(text, channel_type)
+        missing += [f"{channel_type}.{name}" for name in model.model_fields
+                    if not re.search(rf"^\s*(# )?{name}(_file)?:", block, re.MULTILINE)]
+    assert missing == []
+
+
+def account_block(text: str, channel_type: str) -> str:
+    """The lines of `accounts.<channel_type>` in the example (commented keys included)."""
+    lines = text.split("\n")
+    start = lines.index("accounts:")
+    start = next(i for i in range(start, len(lines)) if lines[i] == f"  {channel_type}:")
+    end = next((i for i in range(start + 1, len(lines))
+                if lines[i].strip() and not lines[i].startswith("   ")), len(lines))
+    return "\n".join(lines[start:end])
 
 
 def test_example_config_loads() -> None:

@@ -37,6 +37,37 @@ def test_check_prints_a_summary_without_secrets(monkeypatch: pytest.MonkeyPatch,
         assert secret not in out
 
 
+def test_check_of_a_file_whose_secrets_are_not_set_here_lists_them(
+    monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """A deployment's secrets are set where it runs, not where its file is checked: the
+    file is valid, and what it needs is listed."""
+    for name in ENV:
+        monkeypatch.delenv(name, raising=False)
+    assert bridge.cli.main(["config", "check", str(REPO / "config" / "example.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "example.yaml: OK, once these environment variables are set where it runs: " in out
+    assert "TELEGRAM_BOT_TOKEN" in out and "SLACK_APP_TOKEN" in out
+
+
+def test_an_unset_secret_is_told_how_to_be_given(write_config, capsys) -> None:
+    path = write_config(
+        """
+        hub: {groups: [{id: ops}]}
+        bcn: {url: embedded, token: "${NO_SUCH_LINK_TOKEN}"}
+        bindings:
+          - {channel: "webchat:main", chat: lobby, grop: ops}
+        """
+    )
+    assert bridge.cli.main(["config", "check", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert ("bcn.token: environment variable NO_SUCH_LINK_TOKEN is not set: it holds a "
+            "secret, so set it where the bridge runs (export NO_SUCH_LINK_TOKEN=…), or keep "
+            "it in a file and write 'token_file: /path' instead") in err
+    assert ":-default" not in err  # no fallback advice for a secret
+    assert "unknown key 'grop'" in err
+
+
 def test_check_reports_every_problem_and_exits_2(write_config, capsys) -> None:
     path = write_config(
         """
