@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.config.urls import EXPECTED, http_url, is_http_url
+
 DISCORD_API = "https://discord.com/api/v10"
 DISCORD_GATEWAY = "wss://gateway.discord.gg"
 
@@ -76,12 +78,7 @@ class DiscordAccountConfig(BaseModel):
         default_factory=dict, description="BCN bot name -> avatar image URL for its posts."
     )
 
-    @field_validator("api_base_url")
-    @classmethod
-    def _http_url(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        return value.rstrip("/")
+    _http_url = field_validator("api_base_url")(http_url)
 
     @field_validator("gateway_url")
     @classmethod
@@ -101,8 +98,8 @@ class DiscordAccountConfig(BaseModel):
     @classmethod
     def _avatar_urls(cls, value: dict[str, str]) -> dict[str, str]:
         for name, url in value.items():
-            if not url.startswith(("http://", "https://")):
-                raise ValueError(f"avatar for {name!r}: expected an http:// or https:// URL")
+            if not is_http_url(url):
+                raise ValueError(f"avatar for {name!r}: {EXPECTED}")
         return value
 
     @model_validator(mode="after")

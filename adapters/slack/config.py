@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from adapters.slack.manifest import interactivity_path_for
+from bridge.config.urls import http_api_root, is_http_url
 from bridge.web.server import check_route_path
 
 SLACK_API = "https://slack.com/api/"
@@ -99,13 +100,8 @@ class SlackAccountConfig(BaseModel):
             raise ValueError("the signing secret is empty")
         return value
 
-    @field_validator("api_base_url")
-    @classmethod
-    def _api_root(cls, value: str) -> str:
-        if not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        # slack_sdk appends method names directly ("…/api/" + "chat.postMessage").
-        return value if value.endswith("/") else value + "/"
+    # slack_sdk appends method names directly ("…/api/" + "chat.postMessage").
+    _api_root = field_validator("api_base_url")(http_api_root)
 
     _route_path = field_validator("path")(check_route_path)
 
@@ -113,7 +109,7 @@ class SlackAccountConfig(BaseModel):
     @classmethod
     def _icon_shape(cls, value: dict[str, str]) -> dict[str, str]:
         for name, icon in value.items():
-            if not (icon.startswith(("http://", "https://")) or is_emoji(icon)):
+            if not (is_http_url(icon) or is_emoji(icon)):
                 raise ValueError(
                     f"icon of {name!r} must be an http(s) image URL or an :emoji: name"
                 )

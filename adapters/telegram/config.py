@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.config.urls import http_url
 from bridge.web.server import check_route_path
 
 TELEGRAM_API = "https://api.telegram.org"
@@ -64,12 +65,7 @@ class TelegramAccountConfig(BaseModel):
             raise ValueError("secret_token must be 1-256 characters of A-Z, a-z, 0-9, _ and -")
         return value
 
-    @field_validator("api_base_url", "file_base_url", "public_url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        return value.rstrip("/") if value else value
+    _http_url = field_validator("api_base_url", "file_base_url", "public_url")(http_url)
 
     _route_path = field_validator("path")(check_route_path)
 
