@@ -103,14 +103,12 @@ class DiscordAdapter(Adapter):
         cards=True,
     )
     config_model: ClassVar[type[BaseModel]] = DiscordAccountConfig
+    settings: DiscordAccountConfig
 
     def __init__(
         self, account: str, config: BaseModel, sink: InboundSink, *, web: WebServer | None = None
     ) -> None:
-        if not isinstance(config, DiscordAccountConfig):
-            config = DiscordAccountConfig.model_validate(config.model_dump())
         super().__init__(account, config, sink, web=web)
-        self.settings: DiscordAccountConfig = config
         self._rest: discord.Client | None = None
         """Logged in over REST only: posts, edits, lookups, with or without a gateway."""
         self._bot_id = 0
@@ -128,8 +126,6 @@ class DiscordAdapter(Adapter):
         """Set once logged in over REST: sending works from then on."""
         self._keepers = Background(f"discord:{account} gateway leases")
         self._background = Background(f"discord:{account}")
-        self._bound_chats: frozenset[str] = frozenset()
-        self._channels_seen: set[int] = set()
         self._people = ServerDirectory()
         self._claimed = False
         self._cards = CardTaps(account, lambda: self.taps, self._locate, self._background)
@@ -279,10 +275,6 @@ class DiscordAdapter(Adapter):
             self._claimed = False
             endpoints.release()
 
-    def use_bindings(self, bindings: list[Binding]) -> None:
-        super().use_bindings(bindings)
-        self._bound_chats = frozenset(binding.chat for binding in bindings)
-
     # -- gateway events ----------------------------------------------------------------
 
     async def _on_connect(self, shard: Shard) -> None:
@@ -398,8 +390,8 @@ class DiscordAdapter(Adapter):
         if await self._is_own(message):
             return
         location = await self._locate(message.channel, message.channel.id)
-        bound = location.chat_id in self._bound_chats
-        self._note_channel(message, location, bound)
+        bound = location.chat_id in self.bound_chats
+        self._note_channel(message, location)
         inbound = to_inbound(message, account=self.account, location=location, is_edit=edit)
         if message.guild is not None:
             self._people.saw(message.guild.id, [message.author, *message.mentions])
@@ -430,7 +422,7 @@ class DiscordAdapter(Adapter):
         """Where a message belongs; a thread discord.py has not cached is fetched once."""
         if channel is None or isinstance(channel, discord.PartialMessageable):
             channel = await self._fetch_channel(channel_id)
-        return location_of(channel, channel_id, self._bound_chats)
+        return location_of(channel, channel_id, self.bound_chats)
 
     async def _fetch_channel(self, channel_id: int) -> object:
         if self._channels is None:
@@ -442,19 +434,15 @@ class DiscordAdapter(Adapter):
                       self.account, channel_id, exc)
             return None
 
-    def _note_channel(self, message: discord.Message, location: Location, bound: bool) -> None:
-        """Log each chat once, so people can find the id to put in a binding."""
-        chat = int(location.chat_id)
-        if chat in self._channels_seen or message.guild is None:
+    def _note_channel(self, message: discord.Message, location: Location) -> None:
+        """Log each server channel once, so people can find the id to put in a binding."""
+        guild = message.guild
+        if guild is None or not self.first_sight(location.chat_id):
             return
-        self._channels_seen.add(chat)
-        channel = message.guild.get_channel_or_thread(chat)
+        channel = guild.get_channel_or_thread(int(location.chat_id))
         name = getattr(channel, "name", location.chat_id)
-        log.info(
-            'discord:%s sees #%s (%s) in server "%s" (%s)', self.account, name, chat,
-            message.guild.name,
-            "bound" if bound else f'not bound; bind it with chat: "{chat}"',
-        )
+        self.note_chat(location.chat_id, f'sees #{name} ({location.chat_id}) in server '
+                       f'"{guild.name}"', once=False)
 
     async def _on_slash_command(
         self, shard: Shard, interaction: discord.Interaction, spec: SlashCommand, text: str

@@ -79,7 +79,6 @@ from adapters.slack.socket_mode import SocketConnection
 from adapters.slack.startup import Identity, identify, scope_warnings
 from bridge.background import Background
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
-from bridge.core.binding import Binding
 from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
 from bridge.core.taps import Tap, TapReply
 from bridge.retry import Backoff
@@ -115,6 +114,7 @@ class SlackAdapter(Adapter):
         replies=False,  # a reply is a thread here, not a reference to one message
     )
     config_model: ClassVar[type[BaseModel]] = SlackAccountConfig
+    settings: SlackAccountConfig
 
     def __init__(
         self,
@@ -124,10 +124,7 @@ class SlackAdapter(Adapter):
         *,
         web: WebServer | None = None,
     ) -> None:
-        if not isinstance(config, SlackAccountConfig):
-            config = SlackAccountConfig.model_validate(config.model_dump())
         super().__init__(account, config, sink, web=web)
-        self.settings: SlackAccountConfig = config
         self._session: aiohttp.ClientSession | None = None
         self._client: AsyncWebClient | None = None
         self._identity: Identity | None = None
@@ -138,13 +135,11 @@ class SlackAdapter(Adapter):
         self._interactions = Background(f"{self.channel}:taps")
         """Presses and modal submissions being settled after their ack."""
         self._unreadable_logged = False
-        self._people = People(self._web, account, ttl=config.name_cache_seconds)
-        self.pacer = Pacer(config.edits_per_minute)
+        self._people = People(self._web, account, ttl=self.settings.name_cache_seconds)
+        self.pacer = Pacer(self.settings.edits_per_minute)
         """Turns for `chat.update` across the whole workspace."""
-        self._bound_chats: set[str] = set()
-        self._channels_seen: set[str] = set()
         self.route: EventsRoute | None = None
-        if config.mode == "http":
+        if self.settings.mode == "http":
             self._mount_route()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -265,10 +260,6 @@ class SlackAdapter(Adapter):
         if self._identity is None:
             raise RuntimeError(f"slack:{self.account} is not started")
         return self._identity
-
-    def use_bindings(self, bindings: list[Binding]) -> None:
-        super().use_bindings(bindings)
-        self._bound_chats = {binding.chat for binding in bindings}
 
     def directory(self, chat_id: str) -> PeopleDirectory:
         return self._people.directory()
@@ -408,7 +399,7 @@ class SlackAdapter(Adapter):
             )
             await self.state.put(state_key(message_id), pending.to_record())
         await self._note_channel(channel)
-        if channel not in self._bound_chats:
+        if channel not in self.bound_chats:
             if pending is not None:
                 problem = await self._respond(
                     pending, "This channel is not connected to a BCN group. Bind it in the "
@@ -429,20 +420,14 @@ class SlackAdapter(Adapter):
         await self.sink(inbound)
 
     async def _note_channel(self, channel: str, *, joined: bool = False) -> None:
-        """Log each channel once, so people can find the id to put in a binding."""
-        if channel in self._channels_seen and not joined:
+        """Log each channel once (and whenever the app is added to one), so people can find
+        the id to put in a binding. The name costs an API call, so only then is it asked."""
+        if not self.first_sight(channel) and not joined:
             return
-        self._channels_seen.add(channel)
         name = await self._people.channel_name(channel)
-        bound = channel in self._bound_chats
-        log.info(
-            'slack:%s %s channel %s "%s" (%s)',
-            self.account,
-            "was added to" if joined else "sees",
-            channel,
-            f"#{name}" if name else "?",
-            "bound" if bound else f'not bound; bind it with chat: "{channel}"',
-        )
+        shown = f"#{name}" if name else "?"
+        verb = "was added to" if joined else "sees"
+        self.note_chat(channel, f'{verb} channel {channel} "{shown}"', once=False)
 
     # -- outbound ----------------------------------------------------------------------
 

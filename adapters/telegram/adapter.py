@@ -57,7 +57,6 @@ from bridge.core.adapter import (
     InboundSink,
     PermanentSendError,
 )
-from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
 
 if TYPE_CHECKING:
@@ -94,6 +93,7 @@ class TelegramAdapter(Adapter):
         cards=True,
     )
     config_model: ClassVar[type[BaseModel]] = TelegramAccountConfig
+    settings: TelegramAccountConfig
 
     def __init__(
         self,
@@ -103,29 +103,25 @@ class TelegramAdapter(Adapter):
         *,
         web: WebServer | None = None,
     ) -> None:
-        if not isinstance(config, TelegramAccountConfig):
-            config = TelegramAccountConfig.model_validate(config.model_dump())
         super().__init__(account, config, sink, web=web)
-        self.settings: TelegramAccountConfig = config
+        settings = self.settings
         self._health = PollingHealth(account)
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._puppets = PuppetBots(
             account,
-            config.puppets,
-            base_url=config.bot_api_url,
-            base_file_url=config.bot_file_url,
-            connect_timeout=config.connect_timeout,
-            read_timeout=config.read_timeout,
+            settings.puppets,
+            base_url=settings.bot_api_url,
+            base_file_url=settings.bot_file_url,
+            connect_timeout=settings.connect_timeout,
+            read_timeout=settings.read_timeout,
         )
         self._own_ids: frozenset[int] = frozenset()
-        self._chats_seen: set[int] = set()
-        self._bound_chats: set[str] = set()
         self._accepting = False
         self._requests: list[HTTPXRequest] = []
         self._poll_lease: PollLease | None = None
         self._journal: UpdateJournal | None = None
         self._card_taps = CardTaps(self, lambda: self._bot)
-        if config.mode == "webhook":
+        if settings.mode == "webhook":
             self._mount_webhook()
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -306,24 +302,9 @@ class TelegramAdapter(Adapter):
             return
         await self.sink(inbound)
 
-    def use_bindings(self, bindings: list[Binding]) -> None:
-        super().use_bindings(bindings)
-        self._bound_chats = {binding.chat for binding in bindings}
-
     def _note_chat(self, chat: Chat) -> None:
         """Log each chat once, so people can find the id to put in a binding."""
-        if chat.id in self._chats_seen:
-            return
-        self._chats_seen.add(chat.id)
-        bound = str(chat.id) in self._bound_chats
-        log.info(
-            'telegram:%s sees %s chat %s "%s" (%s)',
-            self.account,
-            chat.type,
-            chat.id,
-            chat_title(chat),
-            "bound" if bound else f'not bound; bind it with chat: "{chat.id}"',
-        )
+        self.note_chat(str(chat.id), f'sees {chat.type} chat {chat.id} "{chat_title(chat)}"')
 
     async def _on_handler_error(self, update: object, context: ContextTypes.DEFAULT_TYPE) -> None:
         error = context.error

@@ -89,6 +89,7 @@ class WebchatAdapter(Adapter):
         cards=True,
     )
     config_model: ClassVar[type[WebchatAccount]] = WebchatAccount
+    settings: WebchatAccount
 
     def __init__(
         self,
@@ -101,12 +102,11 @@ class WebchatAdapter(Adapter):
         super().__init__(account, config, sink, web=web)
         if web is None:
             raise ValueError("the webchat adapter needs the bridge's web server (web=WebServer)")
-        self.config: WebchatAccount = config
-        self.chat = Webchat(config)
+        self.chat = Webchat(self.settings)
         self.ids = ClientIds()
         self._connections = itertools.count(1)
         self.base = f"/webchat/{account}/"
-        self.page = WebchatPage(config.title, self.base)
+        self.page = WebchatPage(self.settings.title, self.base)
         self._sessions: set[WebchatSession] = set()
         self._turn = EndOfTurn()
         """Every page's frames of one loop turn, written together (see `writes.py`)."""
@@ -123,7 +123,7 @@ class WebchatAdapter(Adapter):
         router.add_get(self.base.rstrip("/"), self._to_base)
         router.add_get(f"{self.base}static/{{name}}", self.page.asset)
         router.add_get(self.ws_path, self._socket)
-        serve_at_root = self.config.serve_at_root
+        serve_at_root = self.settings.serve_at_root
         if serve_at_root or (serve_at_root is None and self.account == "main"):
             router.add_get("/", self.page.index)
         server.app.on_shutdown.append(self._close_sockets)
@@ -168,7 +168,7 @@ class WebchatAdapter(Adapter):
             raise PermanentSendError(str(error)) from None
 
     async def update_requests(self, chat_id: str, requests: list[dict[str, Any]]) -> None:
-        if not self.config.allows_room(chat_id):
+        if not self.settings.allows_room(chat_id):
             raise PermanentSendError(f"webchat {self.account!r} has no room {chat_id!r}")
         try:
             await self.chat.set_requests(chat_id, [panel_item(item) for item in requests])
@@ -177,7 +177,7 @@ class WebchatAdapter(Adapter):
 
     def _message(self, message_id: str, out: Outbound, room: str | None = None) -> ChatMessage:
         room = room if room is not None else out.binding.chat
-        if not self.config.allows_room(room):
+        if not self.settings.allows_room(room):
             raise PermanentSendError(f"webchat {self.account!r} has no room {room!r}")
         kind = _KINDS[out.kind]
         return ChatMessage(
@@ -224,12 +224,12 @@ class WebchatAdapter(Adapter):
     async def _socket(self, request: web.Request) -> web.StreamResponse:
         if not self._accepting:
             raise web.HTTPServiceUnavailable(text="the webchat is not running")
-        refusal = origin_refusal(request, self.config.allowed_origins)
+        refusal = origin_refusal(request, self.settings.allowed_origins)
         if refusal is not None:
             log.info("webchat: refused a WebSocket from %s: %s", request.remote, refusal)
             raise web.HTTPForbidden(text=refusal)
         frame_limit = max(
-            MIN_FRAME_BYTES, self.config.max_message_length * BYTES_PER_CHARACTER * 2
+            MIN_FRAME_BYTES, self.settings.max_message_length * BYTES_PER_CHARACTER * 2
         )
         ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=frame_limit)
         await ws.prepare(request)

@@ -6,7 +6,9 @@ subclasses; the core asks `capabilities` before it calls them.
 
 from __future__ import annotations
 
+import logging
 from abc import ABC, abstractmethod
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -28,6 +30,10 @@ InboundSink = Callable[[Inbound], Awaitable[None]]
 TapSink = Callable[[Tap], Awaitable[TapReply]]
 """Where an adapter with `cards` hands a tap on a card's button; the reply is what to tell
 the person at once, and the card as it now stands."""
+
+CHATS_REMEMBERED = 10_000
+"""How many chats `Adapter.note_chat` remembers having logged: a bot in many chats (or a
+flood of new ones) must not grow memory without end; one forgotten long ago is logged again."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +141,14 @@ class Diagnosis:
 
 
 class Adapter(ABC):
-    """One platform account. Subclasses declare their account config model next to them."""
+    """One platform account. Subclasses declare their account config model next to them.
+
+    The base owns what every platform needs alike, so an adapter holds only its platform's
+    part: the account config as the adapter's own model (`settings`), logging each chat once
+    with the id to bind (`note_chat`), the bound chat ids (`bound_chats`) and the account's
+    durable records (`state`, with `state.keeper` for leases). For outages and reconnects see
+    `bridge.core.outage` and `bridge.core.reconnect`.
+    """
 
     channel_type: ClassVar[str]
     capabilities: ClassVar[Capabilities]
@@ -145,10 +158,15 @@ class Adapter(ABC):
         self, account: str, config: BaseModel, sink: InboundSink, *, web: WebServer | None = None
     ) -> None:
         self.account = account
-        self.config = config
+        self.settings = self.coerce_config(config)
+        """The account's config as `config_model` (subclasses annotate the narrower type)."""
+        self.config = self.settings
+        """The same object as `settings` (older name, kept for callers that use it)."""
         self.sink = sink
         self.web = web
         self.bindings: list[Binding] = []
+        self.bound_chats: frozenset[str] = frozenset()
+        """The chat ids the bindings name (of any thread), for `note_chat` and the adapter."""
         self.commands = CommandNames()
         self.state = AccountState.in_memory(self.channel)
         """Durable per-account records; the relay swaps in its own store before `start()`."""
@@ -156,6 +174,22 @@ class Adapter(ABC):
         """Set by the relay once `start()` returned, cleared when it stops the adapter."""
         self.taps: TapSink | None = None
         """Set by the relay: where taps on cards go (adapters with `cards`)."""
+        self.log = logging.getLogger(type(self).__module__)
+        """The adapter's module logger: lines the base writes for it sit with its own (and
+        `caplog.set_level(..., logger="adapters.<platform>")` sees them)."""
+        self._chats_noted: OrderedDict[str, None] = OrderedDict()
+
+    @classmethod
+    def coerce_config(cls, config: BaseModel) -> BaseModel:
+        """`config` as this adapter's `config_model`: the same object when it is one already.
+
+        The config loader validates each account against the model the registry names, but
+        tests and embedders may hand over another model with the same fields (or a plain
+        one), so the coercion is done once here instead of in every adapter."""
+        model = cls.config_model
+        if isinstance(config, model):
+            return config
+        return model.model_validate(config.model_dump())
 
     @property
     def channel(self) -> str:
@@ -164,6 +198,34 @@ class Adapter(ABC):
     def use_bindings(self, bindings: list[Binding]) -> None:
         """The bindings of this account, before `start()` (e.g. to flag unbound chats)."""
         self.bindings = bindings
+        self.bound_chats = frozenset(binding.chat for binding in bindings)
+
+    def first_sight(self, chat_id: str) -> bool:
+        """True the first time a chat is seen (of the last `CHATS_REMEMBERED`), else False.
+
+        For an adapter that must do some work (an API call for the chat's name) before it
+        calls `note_chat(..., once=False)`; others call `note_chat` alone."""
+        if chat_id in self._chats_noted:
+            self._chats_noted.move_to_end(chat_id)
+            return False
+        self._chats_noted[chat_id] = None
+        while len(self._chats_noted) > CHATS_REMEMBERED:
+            self._chats_noted.popitem(last=False)
+        return True
+
+    def note_chat(self, chat_id: str, described: str, *, once: bool = True) -> None:
+        """Log a chat the account sees, once, with whether it is bound, so people can find
+        the id to put in a binding: `<channel> <described> (not bound; bind it with chat:
+        "<id>")` at INFO. `described` is the platform's wording (`sees #general (123) in
+        server "Team"`). `once=False` logs even a chat logged before (the adapter decided,
+        e.g. with `first_sight`, or the bot was just added to it)."""
+        if once and not self.first_sight(chat_id):
+            return
+        self.log.info(
+            "%s %s (%s)", self.channel, described,
+            "bound" if chat_id in self.bound_chats
+            else f'not bound; bind it with chat: "{chat_id}"',
+        )
 
     def use_commands(self, commands: CommandNames) -> None:
         """The chat command words in use (for platforms with a native command menu)."""
