@@ -22,6 +22,7 @@ from bridge.core.commands import Commands
 from bridge.core.context import RelayContext
 from bridge.core.model import Inbound
 from bridge.core.outbox import Lane
+from bridge.core.plain_answers import plausible_answer
 from bridge.core.posting import LoopGuard, Posting, Typing
 from bridge.core.protocol_flow import (
     FORWARDED_TYPES,
@@ -316,9 +317,16 @@ class InboundPipeline:
             if conv.history and conv.history[-1].type == "CLARIFY"
             and conv.history[-1].to.casefold() == msg.sender.name.casefold()
         ]
-        if len(waiting) == 1:
-            return waiting[0], msg.text
-        return None, ""
+        if len(waiting) != 1:
+            return None, ""
+        [conv] = waiting
+        decisions = self.ctx.decisions
+        card = await decisions.latest_card(conv.request_id) if decisions is not None else None
+        if not plausible_answer(msg.text, asker=conv.history[-1].from_,
+                                options=card.options if card is not None else (),
+                                mentions=msg.mentions):
+            return None, ""  # talk, not an answer: the question keeps waiting
+        return conv, msg.text
 
     # ------------------------------------------------------------------ protocol text
     async def _protocol(

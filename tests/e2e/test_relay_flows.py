@@ -75,6 +75,26 @@ async def test_clarify_is_answered_by_a_human_reply(start_system):
     assert "ANSWER" in [entry.type for entry in conv.history]
 
 
+async def test_a_plain_message_answers_the_question_only_when_it_plausibly_is_one(
+    start_system,
+):
+    """Rules asks Ada which city (six choices). "hello everyone" is talk, not her answer:
+    it goes to the bots as it is and the question keeps waiting; "Tokyo please" answers."""
+    system = await start_system()
+    await system.chat_adapter.say("room", "/ask Rules weather")
+    [clarify] = await system.wait_for(lambda ms: finals_from(ms, "Rules"))
+    request_id = parse(clarify.text).request_id
+    await system.chat_adapter.say("room", "hello everyone")
+    await system.wait_for(lambda ms: [m for m in finals_from(ms, "Echo")
+                                      if m.text == "hello everyone"])
+    assert (await system.app.relay.tracker.get(request_id)).status == "clarifying"
+    await system.chat_adapter.say("room", "Tokyo please")
+    done = await system.wait_for(lambda ms: finals_from(ms, "Rules")[1:])
+    response = parse(done[0].text)
+    assert response.request_id == request_id and "Tokyo" in response.result
+    assert (await system.app.relay.tracker.get(request_id)).status == "done"
+
+
 async def test_without_the_protocol_a_message_answers_no_clarify(start_system):
     """A binding with the protocol off neither parses nor tracks protocol text, so a
     person's message there answers no bot's question: one left open from when the protocol

@@ -74,12 +74,22 @@ class RulesBrain:
         if message.to.lstrip("@").lower() != self.name.lower():
             return ""
         pending = self._by_request.get(message.request_id or "")
-        if pending is not None:
+        if pending is not None and self._from_the_one_asked(pending, message):
             detail = next((v for f in _ANSWER_FIELDS if (v := getattr(message, f))), "")
             return self._complete(pending, detail, message.depth)
         if message.type in (MessageType.REQUEST, MessageType.HANDOFF):
             return self._answer_request(message, session_key, now)
         return ""  # a RESPONSE or CLARIFY for nothing this bot asked; staying quiet ends loops
+
+    @staticmethod
+    def _from_the_one_asked(pending: PendingClarification, message: ProtocolMessage) -> bool:
+        """Only the party the question went to answers it: another bot's message that
+        happens to carry the same RequestId (an echo of someone's block, another chat's
+        request) is not that answer."""
+        if pending.request is None:
+            return False
+        asked = requester_of(pending.request).lstrip("@").casefold()
+        return (message.from_ or "").lstrip("@").casefold() == asked
 
     def _answer_request(self, request: ProtocolMessage, session_key: str, now: datetime) -> str:
         depth = reply_depth(request.depth or DEFAULT_DEPTH)
