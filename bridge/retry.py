@@ -1,13 +1,17 @@
 """Exponential backoff with jitter, written once.
 
-The link client, the bot SDK, the outbox and the platform adapters all retry with this,
-so that reconnect storms are spread out the same way everywhere (written once, in the base
-owns reconnecting, the parts only say what to retry).
+Everything the bridge itself retries waits with this, so that reconnect storms are spread
+out the same way everywhere: the BCN link client (`bridge.core.link`), the bot SDK
+(`bridge.bcn.bot.client`), the outbox (`bridge.core.outbox`, honouring a platform's
+`retry_after`), the hub's deliveries (`bridge.hub.deliveries`), and the adapters through
+`bridge.core.reconnect` (`Retrier.until_done`, `Retrier.keep_connected`; Slack retries
+relaying a payload with it). Where a platform library owns the loop (python-telegram-bot's long
+polling, slack_sdk's Socket Mode, discord.py's gateway) it waits its own way; the bridge
+only watches those with an `OutageTracker` (`bridge.core.outage`).
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 from dataclasses import dataclass, field
 
@@ -41,9 +45,3 @@ class Backoff:
 
     def reset(self) -> None:
         self.attempts = 0
-
-    async def sleep(self, retry_after: float | None = None) -> float:
-        """Sleep for the next delay and return how long that was."""
-        delay = self.next_delay(retry_after)
-        await asyncio.sleep(delay)
-        return delay

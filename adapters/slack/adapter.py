@@ -80,6 +80,8 @@ from adapters.slack.startup import Identity, identify, scope_warnings
 from bridge.background import Background
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.model import Outbound, OutboundKind, PlatformRef, Sender
+from bridge.core.outage import OutageTracker
+from bridge.core.reconnect import Retrier
 from bridge.core.taps import Tap, TapReply
 from bridge.retry import Backoff
 from bridge.store import transient
@@ -299,28 +301,24 @@ class SlackAdapter(Adapter):
         the store lets one of them through. A failure that would repeat every time (a bug)
         is logged and acked, as retrying cannot mend it. Later payloads wait behind this
         one, so the channel's order holds."""
-        backoff = Backoff(initial=0.2, maximum=5.0)
-        while True:
-            try:
-                if kind == "command":
-                    await self._on_command(body)
-                else:
-                    await self._on_event(body)
-            except Exception as exc:
-                if transient(exc):
-                    if backoff.attempts == 0:
-                        log.warning("slack:%s cannot relay a %s yet (%s); retrying until it "
-                                    "can", self.account, kind, describe(exc))
-                    await backoff.sleep()
-                    continue
-                log.error(
-                    "slack:%s could not relay a %s: %s", self.account, kind, describe(exc),
-                    exc_info=not isinstance(exc, CALL_ERRORS),
-                )
-            if backoff.attempts:
-                log.info("slack:%s relayed the %s after %d retries", self.account, kind,
-                         backoff.attempts)
-            return
+        async def relay() -> None:
+            if kind == "command":
+                await self._on_command(body)
+            else:
+                await self._on_event(body)
+
+        outage = OutageTracker(f"slack:{self.account}", lost=f"cannot relay a {kind} yet",
+                               back=f"relayed the {kind}", retrying="retrying until it can",
+                               logger=log)
+        retrier = Retrier(outage, retryable=transient, backoff=Backoff(initial=0.2, maximum=5.0),
+                          describe=describe)
+        try:
+            await retrier.until_done(relay)
+        except Exception as exc:
+            log.error(
+                "slack:%s could not relay a %s: %s", self.account, kind, describe(exc),
+                exc_info=not isinstance(exc, CALL_ERRORS),
+            )
 
     async def _on_event(self, body: dict[str, Any]) -> None:
         event = body.get("event")

@@ -5,61 +5,57 @@ slack_sdk's client keeps the connection up by itself: it answers Slack's `discon
 reconnecting, and it reconnects when pings stop coming back. What it does not do is fail:
 with a wrong app token its `connect()` retries forever. So the first URL is asked for here,
 once, where a refusal becomes a clear `SlackStartError`, and the first connection must be up
-within `connect_timeout`. And it logs every failed reconnect attempt at error level, every
-`ping_interval`, for as long as Slack is away: `SocketHealth` turns that into one warning when
-the connection is lost and one line when it is back (the attempts go to the debug log).
+within `connect_timeout`.
+
+It also logs every failed reconnect attempt at error level, every `ping_interval`, for as
+long as Slack is away. The core's `OutageTracker` turns that into one warning when the
+connection is lost and one line when it is back. Whether the connection is down is read
+from the client's own state (`connected()`: its current WebSocket is open and not stale),
+never from the wording of its log lines; it is back once Slack sends anything over the new
+socket (its `hello` comes first), seen through the client's `on_message_listeners`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Any
 
 from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 from slack_bolt.async_app import AsyncApp
+from slack_sdk.socket_mode.aiohttp import SocketModeClient
 
 from adapters.slack.errors import CALL_ERRORS, SlackStartError, start_error
+from bridge.core.outage import OutageTracker
 
 log = logging.getLogger(__name__)
 
 
-OUTAGE_LINES = (
-    "Failed to retrieve WSS URL",
-    "Failed to receive or enqueue a message",
-    "Failed to check the current session",
-    "Failed to connect",
-    "Failed to send a ping",
-)
-"""How slack_sdk's Socket Mode client words a failed attempt to reach Slack."""
+def connected(client: SocketModeClient) -> bool:
+    """The client's own view (what its `is_connected()` reads, less the ping clock, which
+    only its monitor consults): not closed, not marked stale, its WebSocket open."""
+    session = client.current_session
+    return not client.closed and not client.stale and session is not None and not session.closed
 
 
-class SocketHealth(logging.Filter):
-    """Filters one account's Socket Mode client logger: an outage is said once, not every
-    few seconds, and so is its end."""
+class QuietRetries(logging.Filter):
+    """Filters one account's Socket Mode client logger: an error while the client is not
+    connected is one of its reconnect attempts, counted by the tracker (which warns once)
+    and sent to the debug log; any other line passes as it is."""
 
-    def __init__(self, account: str) -> None:
+    def __init__(self, client: SocketModeClient, health: OutageTracker) -> None:
         super().__init__()
-        self.account = account
-        self.failures = 0
+        self.client = client
+        self.health = health
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if record.levelno >= logging.ERROR and message.startswith(OUTAGE_LINES):
-            self.failures += 1
-            if self.failures == 1:
-                log.warning(
-                    "slack:%s lost its Socket Mode connection (%s); retrying until Slack "
-                    "answers", self.account, message.split(" (url:")[0],
-                )
-            log.debug("slack:%s %s", self.account, message)
-            return False
-        if self.failures and "has been established" in message:
-            log.info(
-                "slack:%s Socket Mode is connected again after %d failed attempt(s)",
-                self.account, self.failures,
-            )
-            self.failures = 0
-        return True
+        if record.levelno < logging.ERROR or connected(self.client):
+            return True
+        # The reason is for people only; cut at the URL, which holds a connection ticket.
+        message = record.getMessage().split(" (url:")[0]
+        self.health.down(message)
+        log.debug("%s %s", self.health.who, message)
+        return False
 
 
 class SocketConnection:
@@ -76,14 +72,24 @@ class SocketConnection:
     ) -> None:
         self.account = account
         self.connect_timeout = connect_timeout
-        self.health = SocketHealth(account)
+        self.health = OutageTracker(
+            f"slack:{account}", lost="lost its Socket Mode connection",
+            back="Socket Mode is connected again", retrying="retrying until Slack answers",
+            logger=log,
+        )
         client_log = logging.getLogger(self.logger_name(account))
-        for earlier in [f for f in client_log.filters if isinstance(f, SocketHealth)]:
-            client_log.removeFilter(earlier)  # from this account's previous start
-        client_log.addFilter(self.health)
         self._handler = AsyncSocketModeHandler(
             app, app_token, logger=client_log, ping_interval=ping_interval
         )
+        client: SocketModeClient = self._handler.client
+        for earlier in [f for f in client_log.filters if isinstance(f, QuietRetries)]:
+            client_log.removeFilter(earlier)  # from this account's previous start
+        client_log.addFilter(QuietRetries(client, self.health))
+        client.on_message_listeners.append(self._heard)
+
+    async def _heard(self, _: Any) -> None:
+        """Slack sent something over the socket: the connection works."""
+        self.health.up()
 
     @staticmethod
     def logger_name(account: str) -> str:

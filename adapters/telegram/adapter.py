@@ -44,7 +44,7 @@ from adapters.telegram.outbound import (
     with_prefix,
 )
 from adapters.telegram.poll_lease import PollLease, UpdateJournal
-from adapters.telegram.polling import PollingHealth, PollingRequest
+from adapters.telegram.polling import PollingRequest, polling_outage, quiet_updater_error
 from adapters.telegram.puppets import PuppetBots
 from adapters.telegram.redaction import protect_tokens, redact
 from adapters.telegram.startup import privacy_warning, register_commands
@@ -105,7 +105,7 @@ class TelegramAdapter(Adapter):
     ) -> None:
         super().__init__(account, config, sink, web=web)
         settings = self.settings
-        self._health = PollingHealth(account)
+        self._health = polling_outage(account)
         self._app: Application[Any, Any, Any, Any, Any, Any] | None = None
         self._puppets = PuppetBots(
             account,
@@ -172,7 +172,7 @@ class TelegramAdapter(Adapter):
         return await diagnose(self.account, self.settings)
 
     def health(self) -> str | None:
-        if self._health.in_outage:
+        if self._health.is_down:
             return (f"polling the Bot API fails ({self._health.failures} attempt(s) in a row); "
                     "retrying")
         return super().health()
@@ -191,7 +191,7 @@ class TelegramAdapter(Adapter):
             timeout=int(self.settings.poll_timeout),
             allowed_updates=list(ALLOWED_UPDATES),
             drop_pending_updates=self.settings.drop_pending_updates,
-            error_callback=self._health.updater_error,
+            error_callback=quiet_updater_error(self.account),
         )
 
     async def _stop_polling(self) -> None:

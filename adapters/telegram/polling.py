@@ -2,8 +2,9 @@
 
 python-telegram-bot's updater already retries `getUpdates` forever with a growing pause
 (1 s, ×1.5, at most 30 s), but logs a full traceback on every failed attempt. Here the
-updater's error callback stays quiet and the request object that carries `getUpdates`
-reports the outage: one warning when it starts, one line when polling works again.
+updater's error callback stays quiet (`quiet_updater_error`) and the request object that
+carries `getUpdates` reports each round trip to the core's `OutageTracker`: one warning
+when an outage starts, one line when polling works again.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from telegram.error import TelegramError
 from telegram.request import HTTPXRequest
 
 from adapters.telegram.redaction import redact
+from bridge.core.outage import OutageTracker
 
 log = logging.getLogger(__name__)
 
@@ -27,40 +29,22 @@ _POLL_TROUBLE = {
 """Answers that keep polling from working although the server is up."""
 
 
-class PollingHealth:
-    """Remembers whether polling is in an outage, so each outage is logged once."""
+def polling_outage(account: str) -> OutageTracker:
+    """The tracker of one account's long polling."""
+    return OutageTracker(
+        f"telegram:{account}", lost="lost contact with the Bot API while polling",
+        back="polling works again", retrying="retrying with backoff until it is back",
+        logger=log,
+    )
 
-    def __init__(self, account: str) -> None:
-        self.account = account
-        self.failures = 0
 
-    @property
-    def in_outage(self) -> bool:
-        return self.failures > 0
+def quiet_updater_error(account: str) -> Callable[[TelegramError], None]:
+    """The updater's error callback: the outage is already logged by the request."""
 
-    def failed(self, exc: BaseException) -> None:
-        self.failures += 1
-        if self.failures == 1:
-            log.warning(
-                "telegram:%s lost contact with the Bot API while polling (%s: %s); "
-                "retrying with backoff until it is back",
-                self.account,
-                type(exc).__name__,
-                redact(str(exc)),
-            )
+    def callback(exc: TelegramError) -> None:
+        log.debug("telegram:%s polling error: %s", account, redact(str(exc)))
 
-    def succeeded(self) -> None:
-        if self.failures:
-            log.info(
-                "telegram:%s polling works again after %d failed attempt(s)",
-                self.account,
-                self.failures,
-            )
-        self.failures = 0
-
-    def updater_error(self, exc: TelegramError) -> None:
-        """The updater's error callback: the outage is already logged by the request."""
-        log.debug("telegram:%s polling error: %s", self.account, redact(str(exc)))
+    return callback
 
 
 KeepUpdates = Callable[[list[dict[str, Any]]], Awaitable[None]]
@@ -68,12 +52,12 @@ KeepUpdates = Callable[[list[dict[str, Any]]], Awaitable[None]]
 
 
 class PollingRequest(HTTPXRequest):
-    """The `getUpdates` transport: reports each round trip to a `PollingHealth`, and hands
+    """The `getUpdates` transport: reports each round trip to an `OutageTracker`, and hands
     each fetched batch to `keep` first. If keeping fails, the call fails: python-telegram-bot
     then asks again with the same offset, so the batch is not confirmed unkept."""
 
     def __init__(
-        self, health: PollingHealth, keep: KeepUpdates | None = None, **kwargs: Any
+        self, health: OutageTracker, keep: KeepUpdates | None = None, **kwargs: Any
     ) -> None:
         super().__init__(**kwargs)
         self.health = health
@@ -83,12 +67,12 @@ class PollingRequest(HTTPXRequest):
         try:
             code, payload = await super().do_request(*args, **kwargs)
         except Exception as exc:
-            self.health.failed(exc)
+            self.health.down(f"{type(exc).__name__}: {redact(str(exc))}")
             raise
         if code in _POLL_TROUBLE or code >= 500:
-            self.health.failed(TelegramError(_POLL_TROUBLE.get(code, f"HTTP {code}")))
+            self.health.down(f"TelegramError: {_POLL_TROUBLE.get(code, f'HTTP {code}')}")
         else:
-            self.health.succeeded()
+            self.health.up()
         if code == 200 and self.keep is not None and (updates := fetched_updates(payload)):
             await self.keep(updates)
         return code, payload

@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from bridge.core.instance import acquire_lease
+from bridge.core.outage import OutageTracker
 from bridge.store.leases import Lease, LeaseStore
 
 log = logging.getLogger(__name__)
@@ -77,7 +78,11 @@ class LeaseKeeper:
         self.lease: Lease | None = None
         """The grant held now (None while standing by or after letting go)."""
         self._renewed_at = 0.0
-        self._outage = False
+        self.outage = OutageTracker(
+            f"{self.who}:", lost=f"could not reach the store about the lease {name}",
+            back=f"the store answers again about the lease {name}", retrying="trying again",
+            logger=log,
+        )
 
     @property
     def token(self) -> int | None:
@@ -87,17 +92,10 @@ class LeaseKeeper:
     # ------------------------------------------------------------------ store answers
     def _store_failed(self, doing: str, exc: BaseException) -> None:
         """Once per outage at WARNING; a dead store must not write a line per try."""
-        if not self._outage:
-            self._outage = True
-            log.warning("%s: could not %s the lease %s (%s: %s); trying again", self.who,
-                        doing, self.name, type(exc).__name__, exc)
-        else:
-            log.debug("%s: still could not %s the lease %s: %s", self.who, doing, self.name, exc)
+        self.outage.down(f"{doing}: {type(exc).__name__}: {exc}")
 
     def _store_answered(self) -> None:
-        if self._outage:
-            self._outage = False
-            log.info("%s: the store answers again about the lease %s", self.who, self.name)
+        self.outage.up()
 
     # ------------------------------------------------------------------ acquiring
     async def acquire(self) -> Lease | None:
