@@ -12,6 +12,8 @@ at once. Every request must carry the `hs_token` (`Authorization: Bearer` or the
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hmac
 import logging
 from collections.abc import Awaitable, Callable
@@ -25,6 +27,10 @@ from bridge.listen import parse_listen
 log = logging.getLogger(__name__)
 
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+STOP_GRACE = 2.0
+"""Seconds a stopping listener lets a transaction in hand finish; then its handling is
+cancelled, its claim freed, and the homeserver sends it again to whoever runs next."""
 
 _FORBIDDEN = {"errcode": "M_FORBIDDEN", "error": "Bad hs_token"}
 _UNKNOWN_TOKEN = {"errcode": "M_UNKNOWN_TOKEN", "error": "Missing hs_token"}
@@ -47,6 +53,7 @@ class PushListener:
         self.accepting = False
         self._runner: web.AppRunner | None = None
         self._refused_logged = False
+        self._in_hand: set[asyncio.Task[object]] = set()
         self.bound: tuple[str, int] | None = None
 
     def app(self) -> web.Application:
@@ -60,7 +67,8 @@ class PushListener:
 
     async def start(self) -> None:
         host, port = parse_listen(self.listen)
-        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False)
+        runner = web.AppRunner(self.app(), access_log=None, handle_signals=False,
+                               shutdown_timeout=STOP_GRACE)
         await runner.setup()
         site = web.TCPSite(runner, host, port, reuse_address=True)
         try:
@@ -74,7 +82,16 @@ class PushListener:
         self.accepting = True
 
     async def stop(self) -> None:
+        """Take no new transaction; give those in hand `STOP_GRACE` seconds, then cancel
+        them (their claims are freed, so the homeserver's resend is handled next)."""
         self.accepting = False
+        if self._in_hand:
+            _, late = await asyncio.wait(set(self._in_hand), timeout=STOP_GRACE)
+            for task in late:
+                task.cancel()
+            for task in late:
+                with contextlib.suppress(BaseException):
+                    await task
         runner, self._runner = self._runner, None
         if runner is not None:
             await runner.cleanup()
@@ -110,18 +127,26 @@ class PushListener:
         if not isinstance(events, list):
             return web.json_response({"errcode": "M_BAD_JSON", "error": "no events"},
                                      status=400)
-        key = _txn_key(request.match_info["txn_id"])
+        task = asyncio.current_task()
+        assert task is not None
+        self._in_hand.add(task)
+        try:
+            await self._handle(_txn_key(request.match_info["txn_id"]), events)
+        finally:
+            self._in_hand.discard(task)
+        return web.json_response({})
+
+    async def _handle(self, key: str, events: list[object]) -> None:
         if not await self.state.claim(key):
-            return web.json_response({})  # handled already, here or by another instance
+            return  # handled already, here or by another instance
         try:
             for event in events:
                 if isinstance(event, dict):
                     await self.on_event(event)
+            await self.state.done(key)
         except BaseException:
             await self.state.unclaim(key)
             raise
-        await self.state.done(key)
-        return web.json_response({})
 
     async def ping(self, request: web.Request) -> web.Response:
         if (refusal := self._refusal(request)) is not None:

@@ -42,7 +42,8 @@ class Homeserver:
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def account(self, **overrides: Any) -> MatrixAccountConfig:
-        return account_config(self.synapse.url, self.listen_port, **overrides)
+        homeserver = overrides.pop("homeserver", self.synapse.url)
+        return account_config(homeserver, self.listen_port, **overrides)
 
     def user(self, localpart: str) -> dict[str, Any]:
         """A person's account (registered once per session)."""
