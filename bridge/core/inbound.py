@@ -13,6 +13,7 @@ import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass, replace
+from enum import Enum
 from typing import Any
 
 from bridge.core.adapter import Capabilities
@@ -39,6 +40,15 @@ from bridge.tracking.scope import protocol_id
 log = logging.getLogger(__name__)
 
 _EXPLICIT_ANSWER = re.compile(r"\s*re:\s*(\S+?):\s*(.*)\Z", re.IGNORECASE | re.DOTALL)
+
+
+class Progress(Enum):
+    """How far this process got with an inbound event it is handling."""
+
+    HANDLING = "handling"
+    """Claimed and being handled: when it ends, its key is marked seen."""
+    HANDED_OFF = "handed off"
+    """Handed to the BCN: the hand-off's own write marked the key seen already."""
 
 
 def sent_key(channel: str, chat_id: str, message_id: str) -> str:
@@ -85,11 +95,11 @@ class InboundPipeline:
         """This instance, as its claims on inbound events name it (the relay's instance
         name, which its leases use too)."""
         self.commands = Commands(ctx, posting, self.route_protocol)
-        self._handling: dict[str, bool] = {}
-        """Keys this process is handling now → whether the message was handed to the BCN yet
-        (then the hand-off marked its key seen, and nothing more needs writing). Not the
-        duplicate filter across instances, which is the claim in the store; only its first,
-        in-process look (see `handle`). Each entry goes when its handling ends."""
+        self._handling: dict[str, Progress] = {}
+        """Keys this process is handling now → how far each got (once handed to the BCN, the
+        hand-off marked its key seen, and nothing more needs writing). Not the duplicate
+        filter across instances, which is the claim in the store; only its first, in-process
+        look (see `handle`). Each entry goes when its handling ends."""
         self._warned_unbound: set[str] = set()
         """Unbound chats already logged (once per chat and process is enough to find it)."""
 
@@ -169,10 +179,10 @@ class InboundPipeline:
             self.ctx.metrics.drop(msg.channel, "in", "duplicate")
             yield False
             return
-        self._handling[key] = False
+        self._handling[key] = Progress.HANDLING
         try:
             yield True
-            if not self._handling[key]:
+            if self._handling[key] is not Progress.HANDED_OFF:
                 await self.ctx.store.seen.add(key, self.ctx.clock())
         except BaseException:
             if redelivers:
@@ -414,7 +424,7 @@ class InboundPipeline:
             params["protocol"] = decided.protocol
         key = dedupe_key(msg)
         if key in self._handling:
-            self._handling[key] = True
+            self._handling[key] = Progress.HANDED_OFF
         log.debug("handing message %s to the BCN (deliver: %s)", msg_id, deliver)
         await self.ctx.spool.hand_off(lane, binding, params, key)
 

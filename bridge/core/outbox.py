@@ -22,6 +22,7 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, TypeVar
 
 from bridge.background import Background
@@ -146,6 +147,19 @@ class StreamedMessages:
         shown = [*shown, *[""] * (len(ids) - len(shown))][: len(ids)]
         return cls(str(record.get("chat_id", "")), record.get("thread_id"),
                    [str(i) for i in ids], [str(d) for d in shown])
+
+
+class Handled(Enum):
+    """What handling one item left its lane worker to do."""
+
+    DEQUEUED = "dequeued"
+    """Posted, and the write that recorded its last part took it off the queue too."""
+    POSTED = "posted"
+    """Posted (a preview, a final whose leftover preview parts were dealt with): the worker
+    takes it off the queue."""
+    GIVEN_UP = "given up"
+    """Not posted — failed for good, or its chat is no longer bound: the worker takes it
+    off the queue all the same (the failure was logged and counted)."""
 
 
 Resolver = Callable[[Lane], tuple[Adapter, Binding] | None]
@@ -389,14 +403,14 @@ class Outbox:
             if batch:
                 item = batch[0]
                 self._pending[item.id] = lane_key
-                finished = False
+                handled = Handled.GIVEN_UP
                 try:
-                    finished = await self._handle(lane, item, lease)
+                    handled = await self._handle(lane, item, lease)
                 except (asyncio.CancelledError, StaleLease):
                     raise
                 except Exception:
                     log.exception("outbox: giving up on an item for %s", lane_key)
-                if not finished:
+                if handled is not Handled.DEQUEUED:
                     await self.store.complete(item.id, fence=lease)
                 self._forget([item.id])
                 if len(batch) > 1 or wakeup.is_set():
@@ -422,18 +436,18 @@ class Outbox:
         later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
         return any(other.run_id == item.run_id and other.id > item.id for other in later)
 
-    async def _handle(self, lane: Lane, item: OutboxItem, lease: Lease) -> bool:
-        """Post (or finish posting) one item; True when that also took it off the queue.
+    async def _handle(self, lane: Lane, item: OutboxItem, lease: Lease) -> Handled:
+        """Post (or finish posting) one item; what is left to do with it (`Handled`).
         Its queue writes carry `lease`: a worker that lost the lane cannot mark them."""
         resolved = self.resolve(lane)
         if resolved is None:
             log.warning("outbox: no adapter/binding for %s any more; dropping an output", lane)
             self.metrics.drop(lane.channel, "out", "unbound")
-            return False
+            return Handled.GIVEN_UP
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
             await self._preview(lane, adapter, binding, item)
-            return False
+            return Handled.POSTED
         stream = await self._stream(item.run_id)
         streamed = len(stream.message_ids) if stream is not None else 0
         leftovers = streamed > len(item.parts)
@@ -444,12 +458,12 @@ class Outbox:
             if stream is not None and index < streamed:
                 ref = stream.ref(index)
                 if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
-                    return False
+                    return Handled.GIVEN_UP
                 records = self._records(item, ref, new_post=False)  # the preview's are kept
             else:
                 ref = await self._attempt(lambda o=out: adapter.send(o), lane)
                 if ref is _FAILED or ref is None:
-                    return False
+                    return Handled.GIVEN_UP
                 records = self._records(item, ref, new_post=True)
             item.sent[index] = ref.message_id
             # Marked before anything else happens, the last part too (which, with nothing
@@ -464,11 +478,11 @@ class Outbox:
                 await self._card_on_record(item)
             if done:
                 self._delivered(lane, item)
-                return True
+                return Handled.DEQUEUED
         if stream is not None and leftovers:
             await self._drop_leftovers(lane, adapter, item, stream)
         self._delivered(lane, item)
-        return False
+        return Handled.POSTED
 
     def _delivered(self, lane: Lane, item: OutboxItem) -> None:
         if item.run_id and item.kind != OutboundKind.DELTA:
