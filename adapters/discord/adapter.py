@@ -101,6 +101,10 @@ class DiscordAdapter(Adapter):
         typing=True,
         min_edit_interval=1.5,
         cards=True,
+        # `_is_own` drops every post of the bridge by id: its bot user (posts, command and
+        # card answers) and its webhooks (remembered in the store, any instance, found
+        # again after a restart), even an echo that beats the REST call that made it.
+        echoes_own_posts=False,
     )
     config_model: ClassVar[type[BaseModel]] = DiscordAccountConfig
     settings: DiscordAccountConfig

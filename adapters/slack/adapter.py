@@ -114,6 +114,9 @@ class SlackAdapter(Adapter):
         min_edit_interval=1.5,
         cards=True,
         replies=False,  # a reply is a thread here, not a reference to one message
+        # `Identity.wrote` drops every post of the app by id: its bot id (posts, cards,
+        # command answers) or its bot user, edits and deletes of them included.
+        echoes_own_posts=False,
     )
     config_model: ClassVar[type[BaseModel]] = SlackAccountConfig
     settings: SlackAccountConfig

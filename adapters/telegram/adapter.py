@@ -91,6 +91,11 @@ class TelegramAdapter(Adapter):
         typing=True,
         min_edit_interval=1.0,
         cards=True,
+        # Left on: the filter by author id (`_own_ids`, the main bot and its puppets) cannot
+        # see who wrote a post in a channel, which Telegram delivers signed by the channel
+        # (`sender_chat`, no `from_user`): a puppet's reply there may come back, and only
+        # the core's look-up by message id knows it.
+        echoes_own_posts=True,
     )
     config_model: ClassVar[type[BaseModel]] = TelegramAccountConfig
     settings: TelegramAccountConfig
