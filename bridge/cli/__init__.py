@@ -2,7 +2,9 @@
 
 Each subcommand lives in its own module under `bridge.cli` and exposes
 `register(subparsers)`; this module only wires them together, so adding a
-command touches its own file and the list below, nothing else.
+command touches its own file and the list below, nothing else. A platform's own
+commands (`bcn-bridge discord invite-url`) live in its folder, `adapters/<type>/cli.py`,
+and are found through the registry (`bridge.core.registry.cli_modules`).
 """
 
 from __future__ import annotations
@@ -22,8 +24,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "bridge.cli.conversations",
     "bridge.cli.example_bot",
     "bridge.cli.hub",
-    "bridge.cli.discord",
-    "bridge.cli.slack",
 )
 
 
@@ -49,6 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(subparsers)
+    from bridge.core.registry import cli_modules
+
+    for module in cli_modules().values():
+        module.register(subparsers)
     return parser
 
 

@@ -5,6 +5,7 @@ found through the registry. Plain objects, no platform library, no sockets."""
 from __future__ import annotations
 
 import logging
+import sys
 from typing import ClassVar
 
 import pytest
@@ -16,6 +17,7 @@ from bridge.core.binding import Binding
 from bridge.core.model import Outbound, PlatformRef
 from bridge.core.outage import OutageTracker
 from bridge.core.reconnect import Retrier
+from bridge.core.registry import ADAPTERS, cli_modules, lazy_names
 from bridge.retry import Backoff
 
 
@@ -250,3 +252,20 @@ async def test_keep_connected_reconnects_with_backoff_until_refused() -> None:
     assert seen_down == [False, True, True, False, True, True]
 
 
+# ---------------------------------------------------------------- registry
+
+
+def test_platform_commands_come_from_their_folders_without_their_libraries() -> None:
+    found = cli_modules()
+    assert {"discord", "slack"} <= set(found)
+    assert found["discord"].__name__ == "adapters.discord.cli"
+    assert set(found) <= set(ADAPTERS)
+    assert "webchat" not in found  # no cli.py: no commands of its own
+
+
+def test_lazy_names_import_on_first_use() -> None:
+    getattr_ = lazy_names("bridge.core", Backoff="nothing_here", OutageTracker="outage")
+    assert getattr_("OutageTracker") is OutageTracker
+    with pytest.raises(AttributeError):
+        getattr_("Unknown")
+    assert "bridge.core.nothing_here" not in sys.modules

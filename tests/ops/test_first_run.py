@@ -15,7 +15,7 @@ from ops_support import free_port
 from bridge import __version__
 from bridge.bcn.examples.echo import build_echo_bot
 from bridge.cli import COMMAND_MODULES, build_parser
-from bridge.core.registry import ADAPTERS
+from bridge.core.registry import ADAPTERS, cli_modules
 from bridge.demo import DEMO_CONFIG, demo_config
 from bridge.hub import Hub
 from bridge.hub.config import HubConfig
@@ -181,6 +181,7 @@ def test_help_offers_only_what_this_build_has() -> None:
         assert (platform in text) == (platform.lower() in ADAPTERS), platform
     listed = re.findall(r"^    (\S+)", text, flags=re.MULTILINE)
     commands = {name.rpartition(".")[2].replace("_", "-") for name in COMMAND_MODULES}
+    commands |= set(cli_modules())  # a platform's own commands, named by its channel type
     assert set(listed) == commands
     for command in listed:
         assert bcn_bridge(command, "--help").returncode == 0, command
