@@ -12,16 +12,13 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_INVALID = 2
+from bridge.cli.platform import EXIT_USAGE, command_group, read_accounts
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser(
-        "discord", help="Discord helpers (invite-url)",
-        description="Helpers for the Discord accounts of a config file.",
-    )
-    commands = parser.add_subparsers(dest="discord_command", metavar="ACTION", required=True)
-    invite = commands.add_parser(
+    actions = command_group(subparsers, "discord", "Discord helpers (invite-url)",
+                            "Helpers for the Discord accounts of a config file.")
+    invite = actions.add_parser(
         "invite-url", help="print the URL that adds the bot to a server with its permissions"
     )
     invite.add_argument("-c", "--config", required=True, metavar="FILE", help="config file")
@@ -29,17 +26,10 @@ def register(subparsers: Any) -> None:
 
 
 def run_invite_url(args: argparse.Namespace) -> int:
-    from bridge.config import ConfigError, load_config
-
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_INVALID
-    accounts = config.accounts.get("discord") or {}
-    if not accounts:
-        print(f"{args.config}: no accounts.discord in this file", file=sys.stderr)
-        return EXIT_INVALID
+    found = read_accounts(args.config, "discord")
+    if found is None:
+        return EXIT_USAGE
+    _, accounts = found
     from adapters.discord.invite import application_id, invite_url
 
     code = 0
@@ -48,7 +38,7 @@ def run_invite_url(args: argparse.Namespace) -> int:
         if client_id is None:
             print(f"discord:{name}: cannot tell the application id from the token; set "
                   f"accounts.discord.{name}.application_id", file=sys.stderr)
-            code = EXIT_INVALID
+            code = EXIT_USAGE
             continue
         prefix = f"discord:{name}: " if len(accounts) > 1 else ""
         print(f"{prefix}{invite_url(client_id)}")

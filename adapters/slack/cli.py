@@ -12,13 +12,12 @@ import json
 import sys
 from typing import Any
 
-EXIT_USAGE = 2
+from bridge.cli.platform import EXIT_USAGE, command_group, read_accounts
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("slack", help="Slack helpers (the app manifest)")
-    commands = parser.add_subparsers(dest="slack_command", metavar="COMMAND")
-    manifest = commands.add_parser(
+    actions = command_group(subparsers, "slack", "Slack helpers (the app manifest)")
+    manifest = actions.add_parser(
         "manifest", help="print the manifest to create the Slack app from",
         description=__doc__.split("\n\n")[0],
     )
@@ -32,32 +31,22 @@ def register(subparsers: Any) -> None:
                           help="take command words, path and mode from this config")
     manifest.add_argument("--json", action="store_true", help="print JSON instead of YAML")
     manifest.set_defaults(handler=print_manifest)
-    parser.set_defaults(handler=lambda args: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return EXIT_USAGE
 
 
 def print_manifest(args: argparse.Namespace) -> int:
     import yaml
 
     from adapters.slack.manifest import PLACEHOLDER_URL, manifest
-    from bridge.config import ConfigError
     from bridge.config.sections import CommandNames
 
     mode, path, commands = args.mode, f"/slack/{args.account}/events", CommandNames()
     if args.config:
-        from bridge.config.schema import load_config
-
-        try:
-            config = load_config(args.config)
-        except ConfigError as exc:
-            print(exc, file=sys.stderr)
+        found = read_accounts(args.config, "slack", required=False)
+        if found is None:
             return EXIT_USAGE
+        config, accounts = found
         commands = config.commands
-        account = config.accounts.get("slack", {}).get(args.account)
+        account = accounts.get(args.account)
         if account is not None:
             mode = mode or getattr(account, "mode", None)
             path = account.events_path(args.account)  # type: ignore[attr-defined]
