@@ -33,7 +33,6 @@ from adapters.matrix.outbound import edit_content, message_content, with_label
 from adapters.matrix.puppets import Puppets
 from adapters.matrix.transactions import PushListener
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
-from bridge.core.binding import Binding
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
 from bridge.logs import REDACTOR, protect_loggers
 from bridge.text import PLATFORM_LIMITS, Directory, StaticDirectory, matrix_html
@@ -69,12 +68,11 @@ class MatrixAdapter(Adapter):
     )
     config_model: ClassVar[type[BaseModel]] = MatrixAccountConfig
 
+    settings: MatrixAccountConfig
+
     def __init__(self, account: str, config: BaseModel, sink: InboundSink, *,
                  web: WebServer | None = None) -> None:
-        if not isinstance(config, MatrixAccountConfig):
-            config = MatrixAccountConfig.model_validate(config.model_dump())
         super().__init__(account, config, sink, web=web)
-        self.settings: MatrixAccountConfig = config
         self._session: aiohttp.ClientSession | None = None
         self._api: AppServiceAPI | None = None
         self._listener: PushListener | None = None
@@ -84,8 +82,6 @@ class MatrixAdapter(Adapter):
         """A binding's chat (a room id or an #alias) → the room id."""
         self._chats: dict[str, str] = {}
         """A room id → the chat a binding names it by."""
-        self._bound: set[str] = set()
-        self._rooms_noted: set[str] = set()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -128,7 +124,7 @@ class MatrixAdapter(Adapter):
         """Room ids for the bindings' #aliases, and a join of every bound room (an invite
         that came while the bridge was down is accepted here too)."""
         bot = self._bot
-        for chat in sorted(self._bound):
+        for chat in sorted(self.bound_chats):
             room_id = chat
             if chat.startswith("#"):
                 try:
@@ -174,10 +170,6 @@ class MatrixAdapter(Adapter):
 
         return await diagnose(self.account, self.settings)
 
-    def use_bindings(self, bindings: list[Binding]) -> None:
-        super().use_bindings(bindings)
-        self._bound = {binding.chat for binding in bindings}
-
     @property
     def _bot(self) -> IntentAPI:
         if self._api is None:
@@ -222,18 +214,17 @@ class MatrixAdapter(Adapter):
                 return
             log.info("matrix:%s joined %s on %s's invite", self.account, room_id,
                      event.get("sender"))
-            self._note_room(room_id, again=True)
+            self._note_room(room_id, once=False)
         elif content.get("membership") in ("leave", "ban") and self._puppets is not None:
             self._puppets.forget_room(room_id)
 
-    def _note_room(self, room_id: str, *, again: bool = False) -> None:
-        """Log each room once, so people can find the id to put in a binding."""
-        if room_id in self._rooms_noted and not again:
-            return
-        self._rooms_noted.add(room_id)
+    def _note_room(self, room_id: str, *, once: bool = True) -> None:
+        """Log each room once, with the id to bind (a room bound by alias is bound); a room
+        just joined is logged even if seen before."""
         chat = self._chats.get(room_id, room_id)
-        log.info("matrix:%s sees room %s (%s)", self.account, room_id,
-                 "bound" if chat in self._bound else f'not bound; bind it with chat: "{room_id}"')
+        if not once:
+            self.first_sight(chat)
+        self.note_chat(chat, f"sees room {room_id}", once=once)
 
     async def _sender_name(self, room_id: str, user_id: str) -> str:
         known = self._members.name(room_id, user_id)

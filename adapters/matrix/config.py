@@ -12,6 +12,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
+from bridge.config.urls import http_url
+
 _LOCALPART = re.compile(r"^[a-z0-9._=/+-]+$")
 """The characters Matrix allows in a user id's localpart."""
 
@@ -37,12 +39,7 @@ class MatrixAccountConfig(BaseModel):
                                "@<puppet_prefix><name>:server_name.")
     request_timeout: float = Field(15.0, gt=0, description="Seconds for one API call.")
 
-    @field_validator("homeserver", "url")
-    @classmethod
-    def _http_url(cls, value: str | None) -> str | None:
-        if value is not None and not value.startswith(("http://", "https://")):
-            raise ValueError("expected an http:// or https:// URL")
-        return value.rstrip("/") if value else value
+    _urls = field_validator("homeserver", "url")(http_url)
 
     @field_validator("listen")
     @classmethod

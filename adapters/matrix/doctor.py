@@ -111,6 +111,7 @@ def _host(host: str) -> str:
 def _can_bind(host: str, port: int) -> bool:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the listener binds
         try:
             probe.bind((host, port))
         except OSError:

@@ -3,6 +3,8 @@ example bots, people driven through mautrix's client API."""
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import re
 
 from matrix_support import BRIDGE_USER, Person, bot_messages, edits_of, messages
@@ -52,6 +54,26 @@ async def test_invite_join_and_a_streamed_reply_from_the_bots_own_user(start_sys
     assert edits[-1]["content"]["m.new_content"]["body"] == "hello there brave new world"
     member = [e for e in events if e["type"] == "m.room.member" and e["state_key"] == ECHO]
     assert member[-1]["content"].get("displayname") == "Echo"
+
+
+async def test_an_unbound_room_is_joined_and_logged_once_with_its_id(
+        start_system, ada, caplog):
+    caplog.set_level(logging.INFO, logger="adapters.matrix")
+    await bridged_room(ada, start_system, stream=False)
+    other = await ada.create_room(invite=[BRIDGE_USER], name="Elsewhere")
+    await ada.wait_for(other, joined(BRIDGE_USER))
+    await ada.say(other, "anyone here?")
+    await ada.say(other, "hello?")
+
+    async with asyncio.timeout(WAIT):
+        while len(noted := [r for r in caplog.records if other in r.getMessage()
+                            and "not bound" in r.getMessage()]) < 1:
+            await asyncio.sleep(0.05)
+    await asyncio.sleep(0.5)
+    noted = [r.getMessage() for r in caplog.records if other in r.getMessage()
+             and "not bound" in r.getMessage()]
+    assert noted == [f'matrix:main sees room {other} (not bound; bind it with chat: "{other}")']
+    assert bot_messages(await ada.events(other), ECHO) == []
 
 
 async def test_a_person_is_forwarded_with_their_matrix_id_and_name(
