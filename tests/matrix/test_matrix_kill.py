@@ -1,0 +1,91 @@
+"""kill -9 of a real `bcn-bridge run` in the middle of a streamed reply to a Matrix room,
+then a restart: the reply is completed once — one event, its latest replacement the whole
+text. The hub runs in its own process, so the bot keeps streaming while the bridge is dead."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import yaml
+from matrix_support import BRIDGE_USER, bot_messages
+from test_matrix_e2e import joined
+
+from bridge.bcn.bot import Bot, IncomingMessage, Run
+from bridge.retry import Backoff
+from tests.support.bridge_process import BridgeProcess, HubProcess, free_port, write_config
+
+LINK_TOKEN = "link-token-of-the-matrix-kill-test"
+SLOW = "@bcn_slow:localhost"
+WORDS = [f"word{n:02d} " for n in range(24)]
+WAIT = 30.0
+
+
+def slow_bot(hub_port: int, tmp_path: Path) -> Bot:
+    bot = Bot(f"ws://127.0.0.1:{hub_port}/ws/bot", name="Slow",
+              token_file=tmp_path / "slow.token", backoff=Backoff(initial=0.1, maximum=1.0))
+
+    @bot.on_message
+    async def answer(msg: IncomingMessage, run: Run) -> None:
+        for word in WORDS:
+            await run.delta(word)
+            await asyncio.sleep(0.15)
+        await run.final("".join(WORDS).strip())
+
+    return bot
+
+
+def configs(tmp_path: Path, homeserver: Any, room: str, hub_port: int) -> tuple[Path, Path]:
+    hub = write_config(tmp_path / "hub.yaml", {"hub": {
+        "listen": f"127.0.0.1:{hub_port}", "data_dir": str(tmp_path / "hub"),
+        "link_tokens": [LINK_TOKEN], "bot_reply_default": "observe",
+        "groups": [{"id": "demo", "driver": "Slow", "bots": ["Slow"], "auto_join": True}]}})
+    account = yaml.safe_load(homeserver.account().model_dump_json())
+    account["as_token"] = homeserver.account().as_token.get_secret_value()
+    account["hs_token"] = homeserver.account().hs_token.get_secret_value()
+    bridge = write_config(tmp_path / "bridge.yaml", {
+        "bcn": {"url": f"ws://127.0.0.1:{hub_port}", "token": LINK_TOKEN,
+                "link_name": "bridge-a"},
+        "store": f"sqlite:///{tmp_path / 'bridge.db'}",
+        "web": {"enabled": False},
+        "accounts": {"matrix": {"main": account}},
+        "bindings": [{"channel": "matrix:main", "chat": room, "group": "demo"}],
+    })
+    return hub, bridge
+
+
+async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
+        tmp_path, homeserver, ada):
+    room = await ada.create_room(invite=[BRIDGE_USER])
+    hub_port = free_port()
+    hub_config, bridge_config = configs(tmp_path, homeserver, room, hub_port)
+    hub = HubProcess(hub_config)
+    await hub.start()
+    bot = slow_bot(hub_port, tmp_path)
+    bridge = BridgeProcess(bridge_config)
+    try:
+        await bot.start(timeout=WAIT)
+        await bridge.start()
+        await ada.wait_for(room, joined(BRIDGE_USER), timeout=WAIT)
+        await ada.say(room, "tell me slowly")
+        await ada.wait_for(room, lambda events: bot_messages(events, SLOW), timeout=WAIT)
+        await bridge.kill()
+        partial = [text for _, text in bot_messages(await ada.events(room), SLOW)]
+        assert partial and partial[0] != "".join(WORDS).strip()
+
+        restarted = BridgeProcess(bridge_config)
+        await restarted.start()
+        try:
+            final = "".join(WORDS).strip()
+            await ada.wait_for(room, lambda events: [
+                t for _, t in bot_messages(events, SLOW) if t == final], timeout=WAIT)
+            await asyncio.sleep(1.0)  # room for a wrongly repeated post or a late edit
+            shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
+        finally:
+            await restarted.stop()
+    finally:
+        await bot.stop()
+        await bridge.kill()
+        await hub.stop()
+    assert shown == [final], shown
