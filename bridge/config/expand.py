@@ -199,7 +199,12 @@ class _Resolver:
     def _read(self, raw_path: str, loc: Loc) -> str | None:
         path = Path(raw_path)
         try:
-            path = path.expanduser()
+            try:
+                path = path.expanduser()
+            except RuntimeError:  # `~name` of no user this machine knows
+                problem = f"{raw_path.split('/')[0]} names no user of this machine"
+                self.issues.append(self.doc.issue(loc, f"cannot read secret file: {problem}"))
+                return None
             if not path.is_absolute():
                 path = Path(self.doc.file).parent / path
             return read_secret_file(path)

@@ -89,6 +89,17 @@ def test_file_path_may_come_from_the_environment(write_config, tmp_path: Path) -
     assert link.token == "from-file"
 
 
+def test_a_secret_file_under_an_unknown_users_home_is_a_clean_error(write_config) -> None:
+    """`~nosuchuser/tok`: pathlib raises RuntimeError there (found by the any-shape test)."""
+    path = write_config("bcn:\n  url: ws://h\n  token_file: ~no-such-user-here/tok\n")
+    with pytest.raises(ConfigError) as caught:
+        load_section(path, "bcn", Link, environ={})
+    (issue,) = caught.value.issues
+    assert issue.path == "bcn.token_file"
+    assert issue.message == ("cannot read secret file: ~no-such-user-here names no user of "
+                             "this machine")
+
+
 def test_missing_secret_file_names_file_line_and_key(write_config, tmp_path: Path) -> None:
     path = write_config("bcn:\n  url: ws://h\n  token_file: /nonexistent/tg\n")
     with pytest.raises(ConfigError) as caught:
