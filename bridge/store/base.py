@@ -17,6 +17,7 @@ from typing import NamedTuple, Self
 
 from bridge.store.leases import LeaseStore
 from bridge.store.loop_guard import LoopGuardStore
+from bridge.store.pacing import PacingStore
 from bridge.store.paging import PageQuery, page_query, positive
 from bridge.store.pauses import PauseStore
 from bridge.store.records import Conversation
@@ -137,6 +138,7 @@ class Store(ABC):
     leases: LeaseStore
     message_map: MessageMapStore
     pauses: PauseStore
+    pacing: PacingStore
 
     @abstractmethod
     async def close(self) -> None:

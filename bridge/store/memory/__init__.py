@@ -14,6 +14,7 @@ from bridge.store.memory.relay import (
     MemorySpoolStore,
     MemoryStreamStore,
 )
+from bridge.store.pacing import MemoryPacingStore
 
 
 class MemoryStore(Store):
@@ -29,6 +30,7 @@ class MemoryStore(Store):
         self.loop_guard = MemoryLoopGuardStore(self.seen, self.outbox)
         self.streams = MemoryStreamStore()
         self.pauses = MemoryPauseStore()
+        self.pacing = MemoryPacingStore()
 
     async def close(self) -> None:
         """Nothing to release; kept so callers treat every store alike."""

@@ -101,6 +101,11 @@ class Keys:
         until `held_lanes` drops it)."""
         return self._key("guards", "paused")
 
+    # Send budgets.
+    def pace(self, budget: str) -> str:
+        """zset of send times (ms) of one send budget (bridge.store.pacing). TTL'd."""
+        return self._key("pace", budget)
+
     # Pauses.
     @property
     def pauses(self) -> str:

@@ -167,6 +167,32 @@ if redis.call('HGET', KEYS[2], 'paused') == '1' then return 0 end
 return redis.call('SREM', KEYS[1], ARGV[1])
 """
 
+PACE = """
+-- KEYS: one sorted set per budget (send times in ms). ARGV: a unique member for this send
+-- ('' only asks), then per budget its limit and window (ms).
+-- Returns 0 after spending from every budget, or the ms until all have room (nothing spent).
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local wait = 0
+for i, key in ipairs(KEYS) do
+  local limit = tonumber(ARGV[2 * i])
+  local window = tonumber(ARGV[2 * i + 1])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local sent = redis.call('ZCARD', key)
+  if sent >= limit then
+    local freeing = redis.call('ZRANGE', key, sent - limit, sent - limit, 'WITHSCORES')
+    local until_free = tonumber(freeing[2]) + window - now
+    if until_free > wait then wait = until_free end
+  end
+end
+if wait > 0 or ARGV[1] == '' then return wait end
+for i, key in ipairs(KEYS) do
+  redis.call('ZADD', key, now, ARGV[1])
+  redis.call('PEXPIRE', key, tonumber(ARGV[2 * i + 1]))
+end
+return 0
+"""
+
 
 @dataclass(frozen=True, slots=True)
 class Scripts:
@@ -184,6 +210,7 @@ class Scripts:
     count: AsyncScript
     forget_unpaused: AsyncScript
     claim: AsyncScript
+    pace: AsyncScript
 
     @classmethod
     def register(cls, redis: Redis) -> Scripts:
@@ -200,4 +227,5 @@ class Scripts:
             count=redis.register_script(COUNT),
             forget_unpaused=redis.register_script(FORGET_UNPAUSED),
             claim=redis.register_script(CLAIM),
+            pace=redis.register_script(PACE),
         )

@@ -17,6 +17,7 @@ from bridge.store.redis.conversations import RedisConversationStore
 from bridge.store.redis.keys import Keys
 from bridge.store.redis.leases import RedisLeaseStore
 from bridge.store.redis.loop_guard import RedisLoopGuardStore
+from bridge.store.redis.pacing import RedisPacingStore
 from bridge.store.redis.pauses import RedisPauseStore
 from bridge.store.redis.pool import FairConnectionPool
 from bridge.store.redis.relay import (
@@ -54,6 +55,7 @@ class RedisStore(Store):
         self.leases = RedisLeaseStore(redis, scripts, keys)
         self.message_map = RedisMessageMapStore(redis, scripts, keys)
         self.pauses = RedisPauseStore(redis, scripts, keys)
+        self.pacing = RedisPacingStore(redis, scripts, keys)
 
     async def close(self) -> None:
         await self.redis.aclose()

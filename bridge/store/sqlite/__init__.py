@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from bridge.store.base import Store
+from bridge.store.pacing import MemoryPacingStore
 from bridge.store.sqlite.checkpoint import start_checkpoints
 from bridge.store.sqlite.connection import IN_MEMORY, connect
 from bridge.store.sqlite.conversations import SqliteConversationStore
@@ -39,6 +40,7 @@ class SqliteStore(Store):
         self.leases = SqliteLeaseStore(self._db)
         self.message_map = SqliteMessageMapStore(self._db)
         self.pauses = SqlitePauseStore(self._db)
+        self.pacing = MemoryPacingStore()  # one instance: its windows live in its memory
         self._checkpointer = start_checkpoints(path)
 
     async def close(self) -> None:
