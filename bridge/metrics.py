@@ -86,6 +86,17 @@ class BridgeMetrics:
             "Platform calls retried by the outbox after a transient failure (429, outage).",
             ["channel"], registry=r,
         )
+        self.paced_seconds = Counter(
+            "bcn_bridge_paced_seconds_total",
+            "Seconds the outbox waited for room in a platform's published send limits "
+            "(per chat, per group, per account) before posting or editing.",
+            ["channel"], registry=r,
+        )
+        self.paced = Counter(
+            "bcn_bridge_paced_total",
+            "Platform calls that waited for room in a send budget first.",
+            ["channel"], registry=r,
+        )
         self.outbox_depth = Gauge(
             "bcn_bridge_outbox_depth", "Outputs queued and not yet delivered (the whole store).",
             registry=r,
@@ -148,6 +159,11 @@ class BridgeMetrics:
 
     def retried(self, channel: str) -> None:
         self.outbox_retries.labels(channel).inc()
+
+    def waited_for_budget(self, channel: str, seconds: float) -> None:
+        """A platform call waited `seconds` for room in its send budgets."""
+        self._child(self.paced, channel).inc()
+        self._child(self.paced_seconds, channel).inc(seconds)
 
     # ------------------------------------------------------------------ exposition
     async def render(self) -> bytes:

@@ -20,6 +20,7 @@ from bridge.core.account_state import AccountState
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, PlatformRef
 from bridge.core.taps import Tap, TapReply
+from bridge.store.pacing import Budget
 
 if TYPE_CHECKING:
     from bridge.text import Directory
@@ -251,6 +252,15 @@ class Adapter(ABC):
         None (the default) leaves mentions as plain `@Name` text.
         """
         return None
+
+    def pacing(self, chat_id: str) -> Sequence[Budget]:
+        """The send budgets a post or edit into `chat_id` spends from: the platform's
+        published limits (per chat, per group, per account), shared by every instance
+        through the store, so the outbox waits its turn instead of drawing a 429.
+
+        None (the default) where nothing needs pacing: the webchat, or a library that paces
+        itself from the platform's own rate-limit headers (discord.py's route buckets)."""
+        return ()
 
     def health(self) -> str | None:
         """Why this account cannot relay right now (`/readyz` names it), or None when it can.

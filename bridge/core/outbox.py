@@ -31,6 +31,7 @@ from bridge.core.binding import Binding
 from bridge.core.cards import Card, card_post_key
 from bridge.core.lease_keeper import LeaseKeeper, LeaseLost
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
+from bridge.core.pacing import Pacer
 from bridge.logs import set_log_context
 from bridge.metrics import BridgeMetrics
 from bridge.retry import Backoff
@@ -196,8 +197,11 @@ class Outbox:
         orphan_scan: float = ORPHAN_SCAN,
         metrics: BridgeMetrics | None = None,
         card_posted: CardPosted | None = None,
+        pacer: Pacer | None = None,
     ) -> None:
         self.metrics = metrics or BridgeMetrics()
+        self.pacer = pacer
+        """Waits for room in the platform's send limits before each call (None: unpaced)."""
         self.card_posted = card_posted
         """Told each card's key once its post is on record (see `_card_on_record`)."""
         self.store = store
@@ -431,6 +435,18 @@ class Outbox:
                 return True  # queued by another instance
         return False
 
+    async def _short_of_budget(self, lane: Lane, adapter: Adapter) -> bool:
+        """Would a call into the lane's chat have to wait for its send budgets now?"""
+        if self.pacer is None:
+            return False
+        budgets = adapter.pacing(lane.chat_id)
+        return bool(budgets) and await self.pacer.room(budgets) > 0
+
+    async def _queued_after(self, item: OutboxItem) -> bool:
+        """Is anything of the lane queued behind this item (whichever run it belongs to)?"""
+        later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
+        return any(other.id > item.id for other in later)
+
     async def _superseded(self, item: OutboxItem) -> bool:
         """A later item of the same run makes this delta's preview pointless."""
         later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
@@ -457,11 +473,12 @@ class Outbox:
             out = self._outbound(binding, item, part, index)
             if stream is not None and index < streamed:
                 ref = stream.ref(index)
-                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
+                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane,
+                                      adapter) is _FAILED:
                     return Handled.GIVEN_UP
                 records = self._records(item, ref, new_post=False)  # the preview's are kept
             else:
-                ref = await self._attempt(lambda o=out: adapter.send(o), lane)
+                ref = await self._attempt(lambda o=out: adapter.send(o), lane, adapter)
                 if ref is _FAILED or ref is None:
                     return Handled.GIVEN_UP
                 records = self._records(item, ref, new_post=True)
@@ -503,7 +520,7 @@ class Outbox:
             return
         while len(stream.message_ids) > len(item.parts):
             ref = stream.ref(len(stream.message_ids) - 1)
-            if await self._attempt(lambda r=ref: adapter.delete(r), lane) is _FAILED:
+            if await self._attempt(lambda r=ref: adapter.delete(r), lane, adapter) is _FAILED:
                 return
             stream.message_ids.pop()
             stream.shown.pop()
@@ -521,6 +538,8 @@ class Outbox:
             return  # adapters that cannot edit get the final only
         if await self._superseded(item):
             return
+        if await self._short_of_budget(lane, adapter) and await self._queued_after(item):
+            return  # finals and notices first: this run's next version shows the newest text
         loop = asyncio.get_running_loop()
         stream = await self._stream(item.run_id)
         if stream is not None:
@@ -536,11 +555,12 @@ class Outbox:
                     continue
                 out = self._outbound(binding, item, part, index)
                 ref = stream.ref(index)
-                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane) is _FAILED:
+                if await self._attempt(lambda o=out, r=ref: adapter.edit(r, o), lane,
+                                      adapter) is _FAILED:
                     return
             else:
                 out = self._outbound(binding, item, part, index)
-                ref = await self._attempt(lambda o=out: adapter.send(o), lane)
+                ref = await self._attempt(lambda o=out: adapter.send(o), lane, adapter)
                 if ref is _FAILED or ref is None:
                     return
                 if stream is None:
@@ -582,14 +602,21 @@ class Outbox:
             else None,
         )
 
-    async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane) -> T | _Failed:
+    async def _attempt(self, call: Callable[[], Awaitable[T]], lane: Lane,
+                       adapter: Adapter) -> T | _Failed:
         """Run one platform call until it succeeds or fails for good (`_FAILED`).
 
-        Transient failures wait (the platform's retry-after when it gave one) and retry the
-        same call, which is what keeps a lane in order through a 429 or an outage.
+        Each try first waits its turn in the account's send budgets for the chat (the
+        platform's published limits, `Adapter.pacing`). Transient failures wait (the
+        platform's retry-after when it gave one) and retry the same call, which is what
+        keeps a lane in order through a 429 or an outage.
         """
         backoff = Backoff(initial=self.retry_initial, maximum=self.retry_maximum)
+        budgets = adapter.pacing(lane.chat_id) if self.pacer is not None else ()
         while True:
+            if budgets:
+                assert self.pacer is not None
+                await self.pacer.turn(lane.channel, budgets)
             try:
                 return await call()
             except PermanentSendError as exc:

@@ -31,6 +31,7 @@ from bridge.core.model import Inbound, PlatformRef
 from bridge.core.operator import Operator
 from bridge.core.outbound import OutboundPipeline
 from bridge.core.outbox import Lane, Outbox
+from bridge.core.pacing import Pacer
 from bridge.core.pauses import BindingPauses
 from bridge.core.posting import LoopGuard, Posting, Typing
 from bridge.core.relay_state import RelayState
@@ -114,6 +115,7 @@ class Relay:
             leases=store.leases, holder=self.instance,
             sent_records=self._sent_records, retry_initial=outbox_retry_initial, metrics=metrics,
             card_posted=lambda key: self.decisions.posted(key),
+            pacer=Pacer(store.pacing, metrics),
         )
         # The spool calls back into the pipeline and the context, both built just below.
         self.spool = InboundSpool(

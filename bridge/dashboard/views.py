@@ -84,6 +84,9 @@ def counters(relay: Relay) -> dict[str, Any]:
                for labels, value in samples(metrics.dropped, "_total")]
     return {"messages_in": per_channel(metrics.messages_in),
             "messages_out": per_channel(metrics.messages_out),
+            "paced": per_channel(metrics.paced),
+            "paced_seconds": {channel: round(seconds, 1) for channel, seconds
+                              in by_label(metrics.paced_seconds, "channel").items()},
             "held": held, "dropped": dropped}
 
 

@@ -18,6 +18,7 @@ from bridge.config.sections import WebSection
 from bridge.core.outbox import Lane
 from bridge.dashboard.auth import COOKIE, CSRF_HEADER
 from bridge.dashboard.config import DashboardSection
+from bridge.store.pacing import Budget
 from tests.e2e.e2e_support import System, make_config, register_testchat
 from tests.support.running_bridge import WAIT, BridgeStarter
 
@@ -235,6 +236,30 @@ async def test_overview_shows_health_bots_counts_and_bindings(
         return now if now["counters"]["messages_in"].get("testchat:main", 0) > before else None
 
     await wait_until(moved)
+
+
+async def test_the_paced_wait_shows_per_channel(
+    system: System, operator: Operator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Posts that waited for room in the platform's send limits: how many, and how long."""
+    budget = Budget("testchat:main|chat:room", limit=1, window=0.3)
+    monkeypatch.setattr(type(system.chat_adapter), "pacing",
+                        lambda self, chat_id: (budget,))
+    for n in range(3):
+        await system.chat_adapter.say("room", f"paced {n}")
+    await system.wait_for(lambda ms: len([m for m in ms if m.sender == "Echo"
+                                          and m.kind == "final"]) >= 3)
+
+    async def paced() -> Any:
+        _, now = await operator.get("/dashboard/api/overview")
+        counters = now["counters"]
+        return counters if counters["paced"].get("testchat:main", 0) >= 1 else None
+
+    counters = await wait_until(paced)
+    assert counters["paced_seconds"]["testchat:main"] > 0
+    metrics = await system.app.metrics.render()
+    assert b'bcn_bridge_paced_total{channel="testchat:main"}' in metrics
+    assert b"bcn_bridge_paced_seconds_total" in metrics
 
 
 async def test_conversations_are_listed_filtered_paged_and_shown_in_order(

@@ -572,15 +572,20 @@
     const c = counters || {};
     const inbound = c.messages_in && typeof c.messages_in === "object" ? c.messages_in : {};
     const outbound = c.messages_out && typeof c.messages_out === "object" ? c.messages_out : {};
+    const pacedFor = c.paced && typeof c.paced === "object" ? c.paced : {};
+    const pacedSeconds = c.paced_seconds && typeof c.paced_seconds === "object"
+      ? c.paced_seconds : {};
     const channels = [...new Set([...Object.keys(inbound), ...Object.keys(outbound)])].sort();
     ui.counterMessages.replaceChildren(...channels.map((channel) => {
       const row = el("tr", "channel");
       row.dataset.channel = channel;
+      const waits = Number(pacedFor[channel]) || 0;
+      const paced = waits ? `${seconds(Number(pacedSeconds[channel]) || 0)} (${count(waits)})` : "—";
       row.append(el("td", "", channel), el("td", "num in", count(inbound[channel] ?? 0)),
-        el("td", "num out", count(outbound[channel] ?? 0)));
+        el("td", "num out", count(outbound[channel] ?? 0)), el("td", "num paced", paced));
       return row;
     }));
-    if (!channels.length) ui.counterMessages.append(emptyRow(3, "No messages yet."));
+    if (!channels.length) ui.counterMessages.append(emptyRow(4, "No messages yet."));
 
     const held = asList(c.held);
     ui.counterHeld.replaceChildren(...held.map((h) => {
