@@ -85,6 +85,7 @@ from bridge.core.reconnect import Retrier
 from bridge.core.taps import Tap, TapReply
 from bridge.retry import Backoff
 from bridge.store import transient
+from bridge.store.pacing import Budget
 from bridge.text.render_slack import escape_slack
 
 if TYPE_CHECKING:
@@ -205,6 +206,12 @@ class SlackAdapter(Adapter):
         from adapters.slack.doctor import diagnose
 
         return await diagnose(self.account, self.settings)
+
+    def pacing(self, chat_id: str) -> tuple[Budget, ...]:
+        """About one message a second in a channel (Slack's limit for chat.postMessage);
+        edits count too. Streamed edits are also held to `edits_per_minute` for the
+        workspace, within this process."""
+        return (self.settings.send_limits.channel.budget(f"{self.channel}|chat:{chat_id}"),)
 
     def health(self) -> str | None:
         socket = self._socket

@@ -21,6 +21,7 @@ from pydantic import (
 )
 
 from adapters.slack.manifest import interactivity_path_for
+from bridge.config.limits import SendLimit
 from bridge.config.urls import http_api_root, is_http_url
 from bridge.web.server import check_route_path
 
@@ -36,6 +37,16 @@ TOKEN_SHAPES = {
 
 EDITS_PER_MINUTE = 50
 """`chat.update` is a Tier 3 method: about 50 calls a minute per workspace."""
+
+
+class SlackSendLimits(BaseModel):
+    """Slack's published limit for posting (api.slack.com/apis/rate-limits), paced before
+    each call into a channel."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    channel: SendLimit = Field(SendLimit(count=1, seconds=1),
+                               description="Messages (posts and edits) into one channel.")
 
 
 class SlackAccountConfig(BaseModel):
@@ -83,6 +94,10 @@ class SlackAccountConfig(BaseModel):
     request_timeout: int = Field(30, ge=1, description="Seconds per Web API call.")
     name_cache_seconds: float = Field(
         3600.0, ge=0, description="How long user and channel names are kept before a refresh."
+    )
+    send_limits: SlackSendLimits = Field(
+        default_factory=SlackSendLimits,
+        description="Posts and edits are paced under these, shared by every instance.",
     )
 
     @field_validator("bot_token", "app_token")

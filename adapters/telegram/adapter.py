@@ -58,6 +58,7 @@ from bridge.core.adapter import (
     PermanentSendError,
 )
 from bridge.core.model import Outbound, PlatformRef
+from bridge.store.pacing import Budget
 
 if TYPE_CHECKING:
     from bridge.web.server import WebServer
@@ -175,6 +176,17 @@ class TelegramAdapter(Adapter):
         from adapters.telegram.doctor import diagnose
 
         return await diagnose(self.account, self.settings)
+
+    def pacing(self, chat_id: str) -> tuple[Budget, ...]:
+        """The Bot API's limits: one chat, the whole bot, and for a group (a negative id)
+        the group's own. Puppet bots post under the same budgets: slower than each bot
+        would need to be, never faster than the one that posts most."""
+        limits, account = self.settings.send_limits, self.channel
+        budgets = (limits.chat.budget(f"{account}|chat:{chat_id}"),
+                   limits.bot.budget(f"{account}|bot"))
+        if chat_id.startswith("-"):
+            budgets += (limits.group.budget(f"{account}|group:{chat_id}"),)
+        return budgets
 
     def health(self) -> str | None:
         if self._health.is_down:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from bridge.config.limits import SendLimit
 from bridge.config.urls import http_url
 from bridge.web.server import check_route_path
 
@@ -19,6 +20,19 @@ TELEGRAM_API = "https://api.telegram.org"
 
 _SECRET_TOKEN = re.compile(r"^[A-Za-z0-9_-]{1,256}$")
 """What Telegram accepts as a webhook secret token."""
+
+
+class TelegramSendLimits(BaseModel):
+    """The Bot API's published limits (core.telegram.org/bots/faq), paced before sending."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    group: SendLimit = Field(SendLimit(count=20, seconds=60),
+                             description="Messages a bot may send into one group.")
+    chat: SendLimit = Field(SendLimit(count=1, seconds=1),
+                            description="Messages into any one chat (private, group, channel).")
+    bot: SendLimit = Field(SendLimit(count=30, seconds=1),
+                           description="Messages of the whole bot, every chat together.")
 
 
 class TelegramAccountConfig(BaseModel):
@@ -56,6 +70,10 @@ class TelegramAccountConfig(BaseModel):
     read_timeout: float = Field(10.0, gt=0, description="For API calls other than getUpdates.")
     drop_pending_updates: bool = Field(
         False, description="Skip updates that queued up while the bridge was down."
+    )
+    send_limits: TelegramSendLimits = Field(
+        default_factory=TelegramSendLimits,
+        description="Sends and edits are paced under these, shared by every instance.",
     )
 
     @field_validator("secret_token")

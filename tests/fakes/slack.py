@@ -29,9 +29,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import time
 import uuid
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -131,6 +132,12 @@ class ResponsePost:
     body: dict[str, Any]
 
 
+UNPACED = {"channel": {"count": 100_000, "seconds": 1}}
+"""`send_limits` for a bridge against this fake in a test about something other than pacing:
+the fake enforces no per-channel limit, and Slack's real one (about a message a second)
+would stretch a burst test to minutes."""
+
+
 class FakeSlack:
     """The fake Slack. `await start()` returns its root; `api_url` is the Web API base."""
 
@@ -158,6 +165,11 @@ class FakeSlack:
         once it was deleted."""
         self.calls: list[Call] = []
         self.faults: list[Fault] = []
+        self.channel_limit: tuple[int, float] | None = None
+        """Slack's posting limit per channel as (count, seconds); None enforces none."""
+        self.rate_limited = 0
+        """429s the channel limit answered."""
+        self._channel_sends: dict[str, deque[float]] = {}
         self.odd_answers: dict[str, Any] = {}
         """method -> the raw JSON body it answers instead (see `answer_oddly`)."""
         self.deliveries: list[Delivery] = []
@@ -645,6 +657,11 @@ class FakeSlack:
             finally:
                 self.holding -= 1
             return web.json_response({"ok": False, "error": "service_unavailable"}, status=503)
+        flooded = self._channel_wait(method, params)
+        if flooded is not None:
+            self.rate_limited += 1
+            return web.json_response({"ok": False, "error": "ratelimited"}, status=429,
+                                     headers={"Retry-After": str(flooded)})
         fault = self._fault_for(method)
         if fault is not None:
             headers = {"Retry-After": f"{fault.retry_after:g}"} if fault.retry_after else {}
@@ -661,6 +678,21 @@ class FakeSlack:
         result = await handler(self, params)
         headers = {"x-oauth-scopes": ",".join(self.scopes)} if method == "auth.test" else {}
         return web.json_response(result, headers=headers)
+
+    def _channel_wait(self, method: str, params: dict[str, Any]) -> int | None:
+        """Slack's limit on posting into one channel, when `channel_limit` is set: past
+        `count` posts and edits in any `seconds`, a 429 with the whole seconds to wait."""
+        if self.channel_limit is None or method not in ("chat.postMessage", "chat.update"):
+            return None
+        count, seconds = self.channel_limit
+        now = time.monotonic()
+        sent = self._channel_sends.setdefault(str(params.get("channel", "")), deque())
+        while sent and sent[0] <= now - seconds:
+            sent.popleft()
+        if len(sent) >= count:
+            return max(1, math.ceil(sent[len(sent) - count] + seconds - now))
+        sent.append(now)
+        return None
 
     def _fault_for(self, method: str) -> Fault | None:
         for fault in self.faults:

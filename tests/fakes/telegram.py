@@ -20,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import math
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
@@ -162,6 +163,15 @@ class HtmlCheck(HTMLParser):
         return "".join(self.text), self.error
 
 
+FLOOD_METHODS = frozenset({"sendMessage", "editMessageText", "sendPhoto", "sendDocument"})
+"""What Telegram's flood control counts in `FakeTelegram.group_limit`."""
+UNPACED = {name: {"count": 100_000, "seconds": 1} for name in ("group", "chat", "bot")}
+"""`send_limits` for a bridge against this fake in a test about something other than pacing:
+the fake enforces no flood limit unless `group_limit` is set, and the Bot API's real limits
+(20 a minute in a group) would stretch a burst test to minutes. The pacing tests use the
+defaults' shape with the fake's `group_limit` on."""
+
+
 class FakeTelegram:
     """The fake Bot API server. `await start()` returns its root URL (`api_base_url`)."""
 
@@ -185,6 +195,12 @@ class FakeTelegram:
         self.reject_html = False
         """Answer every HTML message with "can't parse entities", whatever its tags."""
         self.conflicts = 0
+        self.group_limit: tuple[int, float] | None = None
+        """Flood control in groups as Telegram applies it: (count, seconds) per bot and
+        group; None (the default) enforces none."""
+        self.flood_refusals = 0
+        """429s the flood control answered."""
+        self._group_sends: dict[tuple[str, str], deque[float]] = {}
         """getUpdates calls of a live poller ended with 409 because another one started."""
         self.holding = 0
         """Calls held right now (see `hold`)."""
@@ -512,6 +528,11 @@ class FakeTelegram:
         bot = self.bots.get(token)
         if bot is None:
             return _error(401, "Unauthorized")
+        flooded = self._flood_wait(token, method, params)
+        if flooded is not None:
+            self.flood_refusals += 1
+            return _error(429, f"Too Many Requests: retry after {flooded}",
+                          {"retry_after": flooded})
         if method in self.odd_answers:
             return web.json_response(self.odd_answers[method])
         handler = getattr(self, f"_m_{method}", None)
@@ -522,6 +543,25 @@ class FakeTelegram:
         if method == "getUpdates" and response.status == 409 and alive:
             self.conflicts += 1  # a poller that is still there was cut off by another one
         return response
+
+    def _flood_wait(self, token: str, method: str, params: dict[str, Any]) -> int | None:
+        """Telegram's flood control in a group, when `group_limit` is set: past `count`
+        sends (posts and edits) of one bot into one group in any `seconds`, a 429 with the
+        whole seconds until a place frees; None when the call may go through (counted)."""
+        if self.group_limit is None or method not in FLOOD_METHODS:
+            return None
+        chat_id = str(params.get("chat_id", ""))
+        if not chat_id.startswith("-"):
+            return None
+        count, seconds = self.group_limit
+        now = time.monotonic()
+        sent = self._group_sends.setdefault((token, chat_id), deque())
+        while sent and sent[0] <= now - seconds:
+            sent.popleft()
+        if len(sent) >= count:
+            return max(1, math.ceil(sent[len(sent) - count] + seconds - now))
+        sent.append(now)
+        return None
 
     def _take_fault(self, method: str, token: str) -> Fault | None:
         if method in self.outages:

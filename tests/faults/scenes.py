@@ -24,7 +24,8 @@ from typing import Any
 from tests.fakes.discord import BOT_TOKEN as DISCORD_TOKEN
 from tests.fakes.discord import FakeDiscord
 from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, FakeSlack
-from tests.fakes.telegram import FakeTelegram, user
+from tests.fakes.slack import UNPACED as SLACK_UNPACED
+from tests.fakes.telegram import UNPACED, FakeTelegram, user
 
 TELEGRAM_TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"
 TELEGRAM_GROUP = -1001234567890
@@ -90,6 +91,7 @@ async def telegram() -> AsyncIterator[Scene]:
             accounts={"telegram": {"main": {
                 "token": TELEGRAM_TOKEN, "api_base_url": fake.url, "poll_timeout": 1,
                 "poll_interval": 0, "connect_timeout": 2, "read_timeout": 5,
+            "send_limits": UNPACED,  # about exactly-once, not pacing: see UNPACED
             }}},
             binding={"channel": "telegram:main", "chat": str(TELEGRAM_GROUP), "group": "demo"},
             say=say,
@@ -123,6 +125,7 @@ async def slack() -> AsyncIterator[Scene]:
             accounts={"slack": {"main": {
                 "bot_token": BOT_TOKEN, "app_token": APP_TOKEN, "mode": "socket",
                 "api_base_url": fake.api_url,
+                "send_limits": SLACK_UNPACED,  # about exactly-once, not pacing: see UNPACED
             }}},
             binding={"channel": "slack:main", "chat": SLACK_CHANNEL, "group": "demo"},
             say=say,

@@ -16,7 +16,7 @@ import pytest
 
 from bridge.bcn.bot import Bot, IncomingMessage, Run
 from bridge.retry import Backoff
-from tests.fakes.telegram import FakeTelegram, user
+from tests.fakes.telegram import UNPACED, FakeTelegram, user
 from tests.support.bridge_process import BridgeProcess, free_port, write_config
 
 TOKEN = "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsawQ"
@@ -40,6 +40,7 @@ def config(tmp_path: Path, fake: FakeTelegram, hub_port: int) -> dict[str, Any]:
         "accounts": {"telegram": {"main": {
             "token": TOKEN, "api_base_url": fake.url, "poll_timeout": 1, "poll_interval": 0,
             "connect_timeout": 2, "read_timeout": 5,
+            "send_limits": UNPACED,  # about exactly-once, not pacing: see UNPACED
         }}},
         "bindings": [{"channel": "telegram:main", "chat": str(GROUP), "group": "demo"}],
     }

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from bridge.demo import start_demo_bots
-from tests.fakes.telegram import FakeTelegram, user
+from tests.fakes.telegram import UNPACED, FakeTelegram, user
 from tests.faults.rig import bcn_section, hub_config
 from tests.support.bridge_process import BridgeProcess, HubProcess, free_port, write_config
 
@@ -60,6 +60,7 @@ async def test_messages_sent_while_the_hub_is_down_are_answered_once_in_order(
         "accounts": {"telegram": {"main": {
             "token": TOKEN, "api_base_url": fake.url, "poll_timeout": 1, "poll_interval": 0,
             "connect_timeout": 2, "read_timeout": 5,
+            "send_limits": UNPACED,  # about exactly-once, not pacing: see UNPACED
         }}},
         "bindings": [{"channel": "telegram:main", "chat": str(GROUP), "group": "demo"}],
     })

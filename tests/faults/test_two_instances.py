@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from tests.fakes.telegram import FakeTelegram, user
+from tests.fakes.telegram import UNPACED, FakeTelegram, user
 from tests.faults.replies import Tally, tally
 from tests.faults.rig import Bridges, bcn_section
 from tests.support.bridge_process import ServiceProcess
@@ -55,6 +55,7 @@ def bridge_config(fake: FakeTelegram, store: str, name: str, hub_port: int) -> d
         "accounts": {"telegram": {"main": {
             "token": TOKEN, "api_base_url": fake.url, "poll_timeout": 1, "poll_interval": 0,
             "connect_timeout": 2, "read_timeout": 5,
+            "send_limits": UNPACED,  # about exactly-once, not pacing: see UNPACED
         }}},
         "bindings": [{"channel": "telegram:main", "chat": str(GROUP), "group": "demo"}],
     }

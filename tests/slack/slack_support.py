@@ -14,7 +14,7 @@ from bridge.config.sections import CommandNames
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound
 from bridge.web.server import WebServer
-from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, FakeSlack
+from tests.fakes.slack import APP_TOKEN, BOT_TOKEN, SIGNING_SECRET, UNPACED, FakeSlack
 
 for _name in ("NO_PROXY", "no_proxy"):
     os.environ[_name] = ",".join(
@@ -77,6 +77,9 @@ def sink() -> Sink:
 
 
 def account_config(fake: FakeSlack, **overrides: Any) -> SlackAccountConfig:
+    """Fast test settings. Unpaced (`UNPACED`): these tests are about relaying, and the fake
+    enforces no channel limit unless told; tests/slack/test_slack_pacing.py runs the
+    default limit against a fake that enforces it."""
     settings: dict[str, Any] = {
         "bot_token": BOT_TOKEN,
         "app_token": APP_TOKEN,
@@ -85,6 +88,7 @@ def account_config(fake: FakeSlack, **overrides: Any) -> SlackAccountConfig:
         "ping_interval": 5,
         "connect_timeout": 5,
         "request_timeout": 5,
+        "send_limits": UNPACED,
     }
     settings.update(overrides)
     return SlackAccountConfig.model_validate(settings)
