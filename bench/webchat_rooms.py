@@ -47,14 +47,14 @@ SCENARIOS: dict[str, dict[str, Any]] = {
 async def serve(options: dict[str, Any]) -> None:
     """A WebServer with the webchat account `main`; prints `READY <ws url>`."""
     use_code()
-    from adapters.webchat import WebchatAccount, WebchatAdapter
+    from adapters.webchat import WebchatAccountConfig, WebchatAdapter
     from bridge.web.server import WebServer
 
     async def sink(_inbound: object) -> None:
         return None
 
     web = WebServer("127.0.0.1:0")
-    adapter = WebchatAdapter("main", WebchatAccount(**options), sink, web=web)
+    adapter = WebchatAdapter("main", WebchatAccountConfig(**options), sink, web=web)
     await adapter.start()
     await web.start()
     print(f"READY {web.url.replace('http://', 'ws://')}{adapter.ws_path}", flush=True)

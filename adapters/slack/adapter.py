@@ -74,7 +74,7 @@ from adapters.slack.inbound import (
 from adapters.slack.outbound import MAX_TEXT, post_fields, shown_text
 from adapters.slack.pacing import Pacer
 from adapters.slack.people import People, PeopleDirectory
-from adapters.slack.redaction import protect_secrets
+from adapters.slack.redaction import protect_tokens
 from adapters.slack.socket_mode import SocketConnection
 from adapters.slack.startup import Identity, identify, scope_warnings
 from bridge.background import Background
@@ -141,7 +141,7 @@ class SlackAdapter(Adapter):
         self._interactions = Background(f"{self.channel}:taps")
         """Presses and modal submissions being settled after their ack."""
         self._unreadable_logged = False
-        self._people = People(self._web, account, ttl=self.settings.name_cache_seconds)
+        self._people = People(self._slack_api, account, ttl=self.settings.name_cache_seconds)
         self.pacer = Pacer(self.settings.edits_per_minute)
         """Turns for `chat.update` across the whole workspace."""
         self.route: EventsRoute | None = None
@@ -157,7 +157,7 @@ class SlackAdapter(Adapter):
             for secret in (settings.bot_token, settings.app_token, settings.signing_secret)
             if secret is not None
         ]
-        protect_secrets(secrets)
+        protect_tokens(*secrets)
         self._session = aiohttp.ClientSession()
         client = AsyncWebClient(
             token=settings.bot_token.get_secret_value(),
@@ -194,7 +194,7 @@ class SlackAdapter(Adapter):
                 raise
             self._socket = connection
         # The loggers Bolt and slack_sdk have made since.
-        protect_secrets(secrets, loggers=[self.channel, SocketConnection.logger_name(self.account)])
+        protect_tokens(*secrets, loggers=[self.channel, SocketConnection.logger_name(self.account)])
         self._app = app
         log.info(
             "slack:%s connected as @%s (user %s, bot %s) in %s (%s), %s mode",
@@ -262,7 +262,7 @@ class SlackAdapter(Adapter):
             # Button presses and modal submissions: signed like events, read by the same app.
             self.web.app.router.add_post(interactivity, self.route.handle)
 
-    def _web(self) -> AsyncWebClient:
+    def _slack_api(self) -> AsyncWebClient:
         if self._client is None:
             raise RuntimeError(f"slack:{self.account} is not started")
         return self._client
@@ -451,7 +451,7 @@ class SlackAdapter(Adapter):
         if out.card is not None:
             fields["blocks"] = card_blocks(fields["text"], out.card)
         try:
-            response = await self._web().chat_postMessage(
+            response = await self._slack_api().chat_postMessage(
                 channel=channel, thread_ts=thread, **fields
             )
         except CALL_ERRORS as exc:
@@ -472,7 +472,7 @@ class SlackAdapter(Adapter):
         # the message's blocks alone, and it has none.
         blocks = card_blocks(text, out.card) if out.card is not None else None
         try:
-            await self._web().chat_update(
+            await self._slack_api().chat_update(
                 channel=ref.chat_id, ts=ref.message_id, text=text, blocks=blocks,
             )
         except CALL_ERRORS as exc:
@@ -491,7 +491,7 @@ class SlackAdapter(Adapter):
         if ref.message_id.startswith(COMMAND_PREFIX):
             return
         try:
-            await self._web().chat_delete(channel=ref.chat_id, ts=ref.message_id)
+            await self._slack_api().chat_delete(channel=ref.chat_id, ts=ref.message_id)
         except CALL_ERRORS as exc:
             if is_gone(exc):
                 return
@@ -561,7 +561,7 @@ class SlackAdapter(Adapter):
         for 3 s); when Slack will not, the person is told to type the answer instead."""
         metadata = OwnWordsMetadata(press.data, press.channel, press.thread)
         try:
-            await self._web().views_open(trigger_id=press.trigger_id,
+            await self._slack_api().views_open(trigger_id=press.trigger_id,
                                          view=own_words_view(reply.card, metadata))
         except CALL_ERRORS as exc:
             log.warning("slack:%s could not open the answer box in %s: %s", self.account,
@@ -628,7 +628,7 @@ class SlackAdapter(Adapter):
     async def _tell(self, channel: str, user: str, thread: str | None, text: str) -> None:
         """Say `text` to one person in the chat, seen by nobody else; a failure is logged."""
         try:
-            await self._web().chat_postEphemeral(
+            await self._slack_api().chat_postEphemeral(
                 channel=channel, user=user, text=escape_slack(text), thread_ts=thread,
             )
         except CALL_ERRORS as exc:

@@ -11,7 +11,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from adapters.slack.config import SlackAccountConfig
 from adapters.slack.errors import CALL_ERRORS, SlackStartError, start_error
-from adapters.slack.redaction import protect_secrets
+from adapters.slack.redaction import protect_tokens
 from adapters.slack.startup import CUSTOMIZE_SCOPE, NEEDED_SCOPES, identify
 from bridge.core.adapter import Diagnosis
 
@@ -19,7 +19,7 @@ from bridge.core.adapter import Diagnosis
 async def diagnose(account: str, config: SlackAccountConfig) -> list[Diagnosis]:
     channel = f"slack:{account}"
     secrets = [s.get_secret_value() for s in (config.bot_token, config.app_token) if s]
-    protect_secrets(secrets)
+    protect_tokens(*secrets)
     async with aiohttp.ClientSession() as session:
         client = AsyncWebClient(token=config.bot_token.get_secret_value(),
                                 base_url=config.api_base_url, timeout=config.request_timeout,

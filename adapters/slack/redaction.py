@@ -26,7 +26,7 @@ HOOK_URL = re.compile(r"(?<=hooks\.slack\.com/)[A-Za-z]+/[^\s'\"\\]+")
 _LOGGERS = ("slack_bolt", "slack_sdk", "aiohttp")
 
 
-def protect_secrets(secrets: Iterable[str | None], loggers: Iterable[str] = ()) -> None:
+def protect_tokens(*secrets: str | None, loggers: Iterable[str] = ()) -> None:
     """Register an account's secrets and filter every logger that can see them.
 
     A logger's filter only covers that very logger, and Bolt creates some of its loggers

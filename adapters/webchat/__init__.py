@@ -1,6 +1,6 @@
 """The webchat channel: a chat page served by the bridge itself (see docs/webchat.md)."""
 
 from adapters.webchat.adapter import WebchatAdapter
-from adapters.webchat.config import WebchatAccount
+from adapters.webchat.config import WebchatAccountConfig
 
-__all__ = ["WebchatAccount", "WebchatAdapter"]
+__all__ = ["WebchatAccountConfig", "WebchatAdapter"]

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from aiohttp import web
 
 from adapters.webchat.chat import Webchat
-from adapters.webchat.config import WebchatAccount
+from adapters.webchat.config import WebchatAccountConfig
 from adapters.webchat.frames import TapFrame
 from adapters.webchat.page import WebchatPage
 from adapters.webchat.rooms import ChatMessage, Member, MessageKind, Room, TooManyRooms
@@ -88,13 +88,13 @@ class WebchatAdapter(Adapter):
         request_panel=True,
         cards=True,
     )
-    config_model: ClassVar[type[WebchatAccount]] = WebchatAccount
-    settings: WebchatAccount
+    config_model: ClassVar[type[WebchatAccountConfig]] = WebchatAccountConfig
+    settings: WebchatAccountConfig
 
     def __init__(
         self,
         account: str,
-        config: WebchatAccount,
+        config: WebchatAccountConfig,
         sink: InboundSink,
         *,
         web: WebServer | None = None,

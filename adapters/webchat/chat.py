@@ -11,7 +11,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccount
+from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccountConfig
 from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
 from adapters.webchat.visitors import Visitor, distinct_name
@@ -67,7 +67,7 @@ def protocol_of(text: str) -> dict[str, Any] | None:
 class Webchat:
     """One webchat account's rooms and what happens in them."""
 
-    def __init__(self, config: WebchatAccount) -> None:
+    def __init__(self, config: WebchatAccountConfig) -> None:
         self.config = config
         self.rooms = RoomDirectory(config.history, config.max_rooms, config.history_bytes)
         self.bound_rooms: frozenset[str] | None = None

@@ -17,7 +17,7 @@ def valid_room_name(room: str) -> str:
     return room
 
 
-class WebchatAccount(BaseModel):
+class WebchatAccountConfig(BaseModel):
     """One webchat: a page, its rooms, and how much it remembers."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -161,8 +161,6 @@ class Adapter(ABC):
         self.account = account
         self.settings = self.coerce_config(config)
         """The account's config as `config_model` (subclasses annotate the narrower type)."""
-        self.config = self.settings
-        """The same object as `settings` (older name, kept for callers that use it)."""
         self.sink = sink
         self.web = web
         self.bindings: list[Binding] = []

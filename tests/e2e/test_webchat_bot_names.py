@@ -16,7 +16,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from adapters.webchat import WebchatAccount
+from adapters.webchat import WebchatAccountConfig
 from bridge.app import BridgeApp
 from bridge.config.schema import BridgeConfig
 from bridge.core.relay_state import RelayState
@@ -134,7 +134,7 @@ async def test_a_bridge_started_while_the_hub_is_away_still_knows_the_bots(
         "store": store_url,
         "web": {"listen": "127.0.0.1:0"},
         "bindings": [{"channel": "webchat:main", "chat": "lobby", "group": "demo"}],
-    }).model_copy(update={"accounts": {"webchat": {"main": WebchatAccount()}}})
+    }).model_copy(update={"accounts": {"webchat": {"main": WebchatAccountConfig()}}})
     app = BridgeApp(config)
     await app.start()
     try:

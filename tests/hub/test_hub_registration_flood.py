@@ -20,7 +20,7 @@ import aiohttp
 import pytest
 from hub_clients import WAIT, StartHub, TestBot, TestLink, next_item, nothing_in, until
 
-from adapters.webchat import WebchatAccount
+from adapters.webchat import WebchatAccountConfig
 from bridge.bcn import BcnError
 from bridge.hub import Hub
 from bridge.hub.participants_notices import ParticipantsNotices
@@ -96,7 +96,7 @@ async def test_the_bridge_lists_a_group_once_per_burst(tmp_path: Path) -> None:
     config = bridge_config(
         tmp_path, hub={"participants_notice_interval_seconds": 0},
         bindings=[{"channel": "webchat:main", "chat": "lobby", "group": "demo"}],
-        accounts={"webchat": {"main": WebchatAccount()}}, web=True,
+        accounts={"webchat": {"main": WebchatAccountConfig()}}, web=True,
     )
     running = await starter.start(config, bots=False)
     try:

@@ -10,7 +10,7 @@ import aiohttp
 import pytest
 from webchat_clients import ChatClient, open_client
 
-from adapters.webchat import WebchatAccount, WebchatAdapter
+from adapters.webchat import WebchatAccountConfig, WebchatAdapter
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound
 from bridge.web.server import WebServer
@@ -58,7 +58,7 @@ async def start_webchat() -> AsyncIterator[Callable[..., Any]]:
         async def sink(inbound: Inbound) -> None:
             await queue.put(inbound)
 
-        adapter = WebchatAdapter(account, WebchatAccount(**options), sink, web=server)
+        adapter = WebchatAdapter(account, WebchatAccountConfig(**options), sink, web=server)
         await adapter.start()
         await server.start()
         servers.append(server)

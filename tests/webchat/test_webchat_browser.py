@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from webchat_clients import OPEN_REQUEST
 
-from adapters.webchat import WebchatAccount, WebchatAdapter
+from adapters.webchat import WebchatAccountConfig, WebchatAdapter
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind
 from bridge.protocol import parse
@@ -89,7 +89,8 @@ class Responder:
 async def chat() -> AsyncIterator[tuple[WebServer, WebchatAdapter, Responder]]:
     server = WebServer("127.0.0.1:0")
     responder = Responder()
-    adapter = WebchatAdapter("main", WebchatAccount(title="Demo chat"), responder.sink, web=server)
+    adapter = WebchatAdapter("main", WebchatAccountConfig(title="Demo chat"), responder.sink,
+                             web=server)
     adapter.set_bound_rooms(["lobby"])
     responder.adapter = adapter
     await adapter.start()

@@ -6,7 +6,7 @@ import aiohttp
 import pytest
 from webchat_clients import open_client
 
-from adapters.webchat import WebchatAccount, WebchatAdapter
+from adapters.webchat import WebchatAccountConfig, WebchatAdapter
 from bridge.web.server import WebServer
 
 
@@ -68,8 +68,8 @@ async def test_several_accounts_live_side_by_side(http) -> None:
     async def sink(inbound) -> None:
         return None
 
-    main = WebchatAdapter("main", WebchatAccount(title="Main"), sink, web=server)
-    team = WebchatAdapter("team", WebchatAccount(title="Team"), sink, web=server)
+    main = WebchatAdapter("main", WebchatAccountConfig(title="Main"), sink, web=server)
+    team = WebchatAdapter("team", WebchatAccountConfig(title="Team"), sink, web=server)
     for adapter in (main, team):
         await adapter.start()
     await server.start()
@@ -104,7 +104,7 @@ def test_the_adapter_needs_the_web_server() -> None:
         return None
 
     with pytest.raises(ValueError, match="web server"):
-        WebchatAdapter("main", WebchatAccount(), sink)
+        WebchatAdapter("main", WebchatAccountConfig(), sink)
 
 
 def test_capabilities_suit_a_browser() -> None:
@@ -117,12 +117,12 @@ def test_capabilities_suit_a_browser() -> None:
 
 def test_account_config_is_checked() -> None:
     with pytest.raises(ValueError, match="room"):
-        WebchatAccount(rooms=["ok", "not ok"])
+        WebchatAccountConfig(rooms=["ok", "not ok"])
     with pytest.raises(ValueError):
-        WebchatAccount(unknown_key=1)
-    assert WebchatAccount(rooms=["lobby"]).allows_room("lobby")
-    assert not WebchatAccount(rooms=["lobby"]).allows_room("kitchen")
-    assert WebchatAccount().allows_room("kitchen")
+        WebchatAccountConfig(unknown_key=1)
+    assert WebchatAccountConfig(rooms=["lobby"]).allows_room("lobby")
+    assert not WebchatAccountConfig(rooms=["lobby"]).allows_room("kitchen")
+    assert WebchatAccountConfig().allows_room("kitchen")
 
 
 async def test_stopping_the_web_server_closes_open_pages(start_webchat, http) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 
-from adapters.webchat import WebchatAccount
+from adapters.webchat import WebchatAccountConfig
 from adapters.webchat.chat import Webchat
 from adapters.webchat.session import WebchatSession
 from adapters.webchat.visitors import ClientIds, Visitor
@@ -69,7 +69,7 @@ async def _nothing(*_: object) -> None:
 def session_on(socket: Socket, chat: Webchat | None = None,
                turn: EndOfTurn | None = None) -> WebchatSession:
     return WebchatSession(
-        socket, chat or Webchat(WebchatAccount()), _nothing,  # type: ignore[arg-type]
+        socket, chat or Webchat(WebchatAccountConfig()), _nothing,  # type: ignore[arg-type]
         transport=socket.transport, send_timeout=0.05, turn=turn,
         ids=ClientIds(), visitor=Visitor("127.0.0.1", 1),
     )
@@ -81,7 +81,7 @@ async def until(condition: Callable[[], bool]) -> None:
 
 
 async def test_a_page_that_stops_reading_is_cut_off_and_the_room_goes_on() -> None:
-    chat = Webchat(WebchatAccount())
+    chat = Webchat(WebchatAccountConfig())
     stuck_socket = Socket(Transport(buffered=256 * 1024))
     stuck = session_on(stuck_socket, chat)
     fast = Page()
@@ -96,7 +96,7 @@ async def test_a_page_that_stops_reading_is_cut_off_and_the_room_goes_on() -> No
 
 
 async def test_a_session_cut_off_while_answering_ends_quietly_and_leaves_its_room() -> None:
-    chat = Webchat(WebchatAccount())
+    chat = Webchat(WebchatAccountConfig())
     socket = Socket(Transport(buffered=256 * 1024))
     session = session_on(socket, chat)
     room = chat.rooms.open("lobby")

@@ -213,7 +213,7 @@ async def test_one_address_opens_a_limited_number_of_rooms(start_webchat) -> Non
 def test_config_refuses_a_tiny_history_budget(history_bytes: int) -> None:
     from pydantic import ValidationError
 
-    from adapters.webchat import WebchatAccount
+    from adapters.webchat import WebchatAccountConfig
 
     with pytest.raises(ValidationError, match="history_bytes"):
-        WebchatAccount(history_bytes=history_bytes)
+        WebchatAccountConfig(history_bytes=history_bytes)
