@@ -6,6 +6,11 @@ polling or registering anything, so it is safe beside a running bridge.
 
 from __future__ import annotations
 
+import logging
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from telegram import Bot
 from telegram.error import InvalidToken, TelegramError
 from telegram.request import HTTPXRequest
@@ -25,19 +30,10 @@ async def diagnose(account: str, config: TelegramAccountConfig) -> list[Diagnosi
               base_file_url=config.bot_file_url, request=request)
     failure: Diagnosis | None = None
     try:
-        await bot.initialize()
-    except InvalidToken:
-        failure = Diagnosis.fail(
-            f"{channel}: the Bot API rejected the bot token",
-            f"check accounts.telegram.{account}.token (BotFather's /token shows it)",
-        )
+        with _quiet(PTB_REQUEST_LOGGER):  # it logs a non-JSON answer whole, with a traceback
+            await bot.initialize()
     except TelegramError as exc:
-        failure = Diagnosis.fail(
-            f"{channel}: cannot reach the Bot API at {config.api_base_url} "
-            f"({redact(f'{type(exc).__name__}: {exc}')})",
-            "check the network and any HTTPS proxy, or "
-            f"accounts.telegram.{account}.api_base_url",
-        )
+        failure = _login_failure(exc, channel, account, config.api_base_url)
     if failure is not None:
         await request.shutdown()
         return [failure]
@@ -50,6 +46,62 @@ async def diagnose(account: str, config: TelegramAccountConfig) -> list[Diagnosi
         return found
     finally:
         await bot.shutdown()
+
+
+PTB_REQUEST_LOGGER = "telegram.request.BaseRequest"
+"""python-telegram-bot's request logger, which logs an answer that is not JSON whole."""
+_STATUS = re.compile(r"\((\d{3})\)")
+
+
+def _login_failure(exc: TelegramError, channel: str, account: str, api: str) -> Diagnosis:
+    """Why getMe failed, told apart: an answer that is not the Bot API's JSON (a wrong
+    api_base_url, a proxy's error page) is not a rejected token, whatever its status."""
+    said = [str(each) for each in _chain(exc)]
+    if any(_NOT_JSON in text for text in said):  # PTB could not read the answer as JSON
+        status = next((found for text in said if (found := _STATUS.search(text))), None)
+        answered = f"HTTP {status.group(1)}" if status else "something"
+        return Diagnosis.fail(
+            f"{channel}: {api} answered {answered} with a page that is not the Bot API's "
+            "(not its JSON), so the token was never checked",
+            f"check accounts.telegram.{account}.api_base_url: it must be the Bot API server's "
+            "root (https://api.telegram.org, or your own Bot API server)",
+        )
+    if isinstance(exc, InvalidToken):
+        return Diagnosis.fail(
+            f"{channel}: the Bot API rejected the bot token",
+            f"check accounts.telegram.{account}.token (BotFather's /token shows it)",
+        )
+    return Diagnosis.fail(
+        f"{channel}: cannot reach the Bot API at {api} "
+        f"({redact(f'{type(exc).__name__}: {exc}')})",
+        f"check the network and any HTTPS proxy, or accounts.telegram.{account}.api_base_url",
+    )
+
+
+_NOT_JSON = "Parsing the server response"
+"""What python-telegram-bot adds to an error whose answer was not JSON."""
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """The error and the ones it was raised from (PTB wraps getMe's in its own)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+@contextmanager
+def _quiet(logger_name: str) -> Iterator[None]:
+    """Keep a library logger silent for a probe whose failure is reported anyway."""
+    logger = logging.getLogger(logger_name)
+    was = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = was
 
 
 async def _webhook_check(bot: Bot, account: str) -> Diagnosis:

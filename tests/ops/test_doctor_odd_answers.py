@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from bridge.config.schema import BridgeConfig, load_config
 from bridge.core.adapter import Diagnosis
@@ -101,6 +102,44 @@ async def test_an_odd_webhook_info_is_one_failed_line(
     failed = one_failure_naming(found, "telegram:main")
     assert "getWebhookInfo" in failed.what and "api_base_url" in failed.fix
     assert about(found, "telegram:main: logged in")[0].status == "ok"  # the rest still shown
+
+
+@pytest.fixture
+async def web_page() -> AsyncIterator[Any]:
+    """Something that is not the Bot API at an api_base_url (a web server, a proxy's error
+    page): it answers every path with `status` and an HTML page."""
+    answer = {"status": 404}
+
+    async def page(_request: web.Request) -> web.Response:
+        html = f"<html><body><h1>{answer['status']}</h1>{'filler ' * 200}</body></html>"
+        return web.Response(status=answer["status"], text=html, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", page)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield answer, f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.mark.parametrize("status", [404, 501])
+async def test_a_web_page_at_the_api_address_is_not_a_bad_token(
+    web_page: Any, status: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A wrong api_base_url (its 404) was reported as a rejected token, and a 501's HTML was
+    dumped into the line and the log."""
+    answer, url = web_page
+    answer["status"] = status
+    found = await check_accounts(config({"telegram": {"main": {
+        "token": TG_TOKEN, "api_base_url": url, "connect_timeout": 2, "read_timeout": 2}}}))
+    failed = one_failure_naming(found, "telegram:main")
+    assert f"answered HTTP {status} with a page that is not the Bot API's" in failed.what
+    assert "api_base_url" in failed.fix and "rejected" not in failed.what
+    assert "filler" not in failed.what and "<html" not in failed.what
+    assert "filler" not in caplog.text  # nothing logged the page either
 
 
 @pytest.mark.parametrize("body", [{"ok": True, "result": True}, {"ok": True, "result": []},
