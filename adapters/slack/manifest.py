@@ -88,6 +88,10 @@ def manifest(
             "description": "Brings the bots of a Bot Coordination Network into Slack",
         },
         "features": {
+            # People may write to the app directly (a DM is bindable like a channel: the
+            # message.im events above), which Slack allows only with the Messages tab on.
+            "app_home": {"home_tab_enabled": False, "messages_tab_enabled": True,
+                         "messages_tab_read_only_enabled": False},
             "bot_user": {"display_name": name, "always_online": True},
             "slash_commands": slash_commands,
         },

@@ -283,6 +283,16 @@ def test_the_socket_manifest_turns_socket_mode_on_and_has_no_urls() -> None:
     assert "chat:write.customize" in document["oauth_config"]["scopes"]["bot"]
 
 
+def test_the_manifest_lets_people_message_the_app_when_dms_are_bindable() -> None:
+    """DMs are bindable (message.im is subscribed), and Slack lets people write to an app
+    only with its App Home Messages tab on and writable."""
+    document = manifest(mode="socket")
+    assert "message.im" in document["settings"]["event_subscriptions"]["bot_events"]
+    home = document["features"]["app_home"]
+    assert home["messages_tab_enabled"] is True
+    assert home["messages_tab_read_only_enabled"] is False
+
+
 def test_the_http_manifest_points_events_and_commands_at_the_bridge() -> None:
     document = manifest(mode="http", public_url="https://b.example.org/", path="/slack/x/events")
 
