@@ -193,6 +193,7 @@ class WebchatAdapter(Adapter):
         )
 
     async def _deliver(self, message: ChatMessage, member: Member) -> None:
+        text = message.text or ""
         await self.sink(
             Inbound(
                 channel_type=self.channel_type,
@@ -200,11 +201,23 @@ class WebchatAdapter(Adapter):
                 chat_id=message.room,
                 message_id=message.id,
                 sender=Sender(id=member.client_id, name=member.name),
-                text=message.text or "",
-                mentions=mentioned_names(message.text or ""),
+                text=self._as_answer(message.room, message.reply_to, text),
+                reply_to=message.reply_to,
+                mentions=mentioned_names(text),
                 timestamp=message.timestamp,
             )
         )
+
+    def _as_answer(self, room: str, reply_to: str | None, text: str) -> str:
+        """A reply to a bot's question is its answer, said so (`Re: <id>: …`, which the core
+        takes as the answer however it reads): the webchat keeps no record of its posts
+        for the core to look a reply up in (`Capabilities.replies` off), but its room still
+        holds the message replied to and what it asked."""
+        replied = self.chat.rooms.open(room).find(reply_to) if reply_to else None
+        protocol = replied.protocol if replied is not None else None
+        if protocol and protocol.get("type") == "CLARIFY" and protocol.get("request_id"):
+            return f"Re: {protocol['request_id']}: {text}"
+        return text
 
     async def _tap(self, frame: TapFrame, room: Room, member: Member) -> dict[str, object]:
         """A press on a card, as the session's member (the page cannot say who it is)."""

@@ -186,7 +186,8 @@ class Webchat:
         self.rooms.forget_if_idle(room)
 
     async def post_human(
-        self, member: Member, room: Room, client_message_id: str, text: str
+        self, member: Member, room: Room, client_message_id: str, text: str,
+        reply_to: str | None = None,
     ) -> tuple[ChatMessage, bool]:
         """Record and broadcast a person's message once; a resend returns the first copy.
 
@@ -210,15 +211,18 @@ class Webchat:
             known = room.find(known_id)
             if known is not None:
                 return known, False
-            return self._human_message(member, room, client_message_id, text, known_id), False
-        message = self._human_message(member, room, client_message_id, text, secrets.token_hex(16))
+            return self._human_message(member, room, client_message_id, text, known_id,
+                                       reply_to), False
+        message = self._human_message(member, room, client_message_id, text,
+                                      secrets.token_hex(16), reply_to)
         room.mark_seen(member.client_id, client_message_id, message.id)
         room.remember(message)
         await room.show("message", message, skip=member)
         return message, True
 
     def _human_message(
-        self, member: Member, room: Room, client_message_id: str, text: str, message_id: str
+        self, member: Member, room: Room, client_message_id: str, text: str, message_id: str,
+        reply_to: str | None = None,
     ) -> ChatMessage:
         return ChatMessage(
             id=message_id,
@@ -228,6 +232,8 @@ class Webchat:
             is_bot=False,
             text=text,
             protocol=protocol_of(text),
+            # Only a message the room still holds can be replied to (not an id a page made up).
+            reply_to=reply_to if reply_to is not None and room.find(reply_to) else None,
             client_message_id=client_message_id,
         )
 

@@ -38,6 +38,8 @@ class SendFrame(_ClientFrame):
     type: Literal["message"]
     client_message_id: ClientToken
     text: str
+    reply_to: str | None = Field(None, max_length=64)
+    """The id of the room's message this one replies to (the page's Reply action)."""
 
 
 class PingFrame(_ClientFrame):

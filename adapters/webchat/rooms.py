@@ -56,6 +56,8 @@ class ChatMessage:
     html: str | None = None
     """A bot's or the bridge's text, already rendered to safe HTML by the core."""
     protocol: dict[str, Any] | None = None
+    reply_to: str | None = None
+    """The id of the room's message this one replies to, when it is a reply."""
     client_message_id: str | None = None
     run_id: str | None = None
     timestamp: datetime = field(default_factory=lambda: datetime.now(UTC))
@@ -67,7 +69,7 @@ class ChatMessage:
         """About how many bytes of memory this message holds (what `history_bytes` counts)."""
         size = MESSAGE_OVERHEAD
         for value in (self.id, self.sender_name, self.text, self.html, self.client_message_id,
-                      self.run_id):  # a loop, not sum() over a generator: once per message
+                      self.run_id, self.reply_to):  # a loop, not sum(): once per message
             if value:
                 size += sys.getsizeof(value)
         if self.protocol:
@@ -85,6 +87,7 @@ class ChatMessage:
             "text": self.text,
             "html": self.html,
             "protocol": self.protocol,
+            "reply_to": self.reply_to,
             "client_message_id": self.client_message_id,
             "run_id": self.run_id,
             "timestamp": self.timestamp.isoformat(),

@@ -116,7 +116,8 @@ class WebchatSession:
                 "not_joined", "join a room first", client_message_id=frame.client_message_id
             )
         room = self.room
-        message, _ = await self.chat.post_human(self, room, frame.client_message_id, frame.text)
+        message, _ = await self.chat.post_human(self, room, frame.client_message_id, frame.text,
+                                                frame.reply_to)
         # Queued, never awaited: a page gone already (sent, then closed at once) must not
         # keep the message from the bots, who are the reason it was sent.
         await self.send_frame({"type": "ack", "client_message_id": frame.client_message_id,

@@ -147,3 +147,34 @@ async def test_a_bots_question_is_answered_with_one_click(demo, tmp_path: Path) 
             assert (shots / "card-answered.png").stat().st_size > 0
         finally:
             await browser.close()
+
+
+async def test_reply_to_a_bots_question_answers_it(demo, tmp_path: Path) -> None:
+    """The Reply action on a message: replying to Rules' question answers it, whatever the
+    reply says, and the reply shows what it answers."""
+    from playwright.async_api import async_playwright, expect
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = await browser.new_page(viewport={"width": 1200, "height": 800})
+            page.set_default_timeout(UI_WAIT_MS)
+            await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
+            await page.get_by_label("Your name", exact=True).fill("Ada")
+            await page.get_by_role("button", name="Join").click()
+            await expect(page.locator("#status")).to_have_text("connected")
+            composer = page.get_by_label("Message", exact=True)
+            await composer.fill("/ask Rules weather")
+            await composer.press("Enter")
+            question = page.locator("li.message.from-bot", has_text="Which city?").first
+            await question.get_by_role("button", name="Reply").click()
+            await expect(page.locator("#reply-bar")).to_contain_text("Replying to Rules")
+            await composer.fill("@Bob Sydney")  # sent plainly, this would be talk to Bob
+            await composer.press("Enter")
+            await expect(page.locator("#reply-bar")).to_be_hidden()
+            mine = page.locator("li.message.from-human", has_text="@Bob Sydney")
+            await expect(mine.locator(".reply-quote")).to_contain_text("Rules")
+            response = page.locator(".protocol-card.type-response")
+            await expect(response).to_contain_text("Sydney")
+        finally:
+            await browser.close()

@@ -12,7 +12,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.webchat.webchat_clients import ChatClient, open_client
+from tests.webchat.webchat_clients import ChatClient, drain_until, open_client
 
 ANSWER_WAIT = 10.0
 """Upper bound for a reply to reach a page; never asserted as a duration."""
@@ -113,3 +113,42 @@ async def test_own_words_from_the_page(start_system, http) -> None:
     assert reply["accepted"] and reply["text"] == "Answered: Berlin"
     response = await ada.final_from("Rules", wait=ANSWER_WAIT)
     assert "Berlin" in response["html"]
+
+
+async def test_a_reply_to_the_question_answers_it_whatever_it_says(start_system, http) -> None:
+    """The page's Reply action: a reply to the bot's question is its answer — here a text
+    that, sent plainly, would be talk to someone else ("@Bob …"), not an answer."""
+    system = await start_system(webchat=True)
+    ada = await page(system, http, "Ada")
+    await ada.say("/ask Rules weather")
+    async with asyncio.timeout(ANSWER_WAIT):
+        while True:
+            frame = await ada.next_frame()
+            message = frame.get("message") or {}
+            if (frame["type"] == "message" and (message.get("protocol") or {}).get("type")
+                    == "CLARIFY"):
+                break
+    question_id = message["id"]
+    await ada.send({"type": "message", "client_message_id": "m-reply", "text": "@Bob Tokyo",
+                    "reply_to": question_id})
+    ack = await drain_until(ada, "ack")
+    assert ack["message"]["reply_to"] == question_id  # every page shows what it answers
+    response = await ada.final_from("Rules", wait=ANSWER_WAIT)
+    while response["protocol"]["type"] != "RESPONSE":  # the question's own updates first
+        response = await ada.final_from("Rules", wait=ANSWER_WAIT)
+    assert "Tokyo" in response["html"]
+    conv = await system.app.relay.tracker.get(message["protocol"]["request_id"])
+    assert conv.status == "done"
+
+
+async def test_a_reply_to_a_message_the_room_does_not_hold_is_a_plain_message(
+    start_system, http
+) -> None:
+    system = await start_system(webchat=True)
+    ada = await page(system, http, "Ada")
+    await ada.send({"type": "message", "client_message_id": "m-1", "text": "hello",
+                    "reply_to": "no-such-message"})
+    ack = await drain_until(ada, "ack")
+    assert ack["message"]["reply_to"] is None
+    assert (await ada.final_from("Echo", wait=ANSWER_WAIT))["html"] == "<p>hello</p>"
+    assert system.app.relay is not None

@@ -60,6 +60,7 @@
     maxLength: 4000,
     pending: new Map(), // client_message_id -> text, in the order typed; resent until acked
     taps: new Map(), // tap_id -> the card's key, until the server answers the press
+    replyTo: null, // the message the next one replies to: {id, sender, snippet}
   };
 
   const ui = {
@@ -77,6 +78,9 @@
     messages: byId("messages"),
     sendForm: byId("send-form"),
     input: byId("message-input"),
+    replyBar: byId("reply-bar"),
+    replyToText: byId("reply-to-text"),
+    replyCancel: byId("reply-cancel"),
     sendError: byId("send-error"),
     requests: byId("requests"),
     noRequests: byId("no-requests"),
@@ -326,7 +330,23 @@
     head.append(time);
     if (kind === "delta") head.append(el("span", "typing", "typing…"));
     if (message.edited && kind === "final") head.append(el("span", "muted", "(edited)"));
+    if (message.id && (kind === "final" || kind === "human")) {
+      const reply = el("button", "secondary small reply", "Reply");
+      reply.type = "button";
+      reply.title = "Reply to this message (a reply to a bot's question answers it)";
+      reply.addEventListener("click", () => replyTo({
+        id: message.id, sender, snippet: snippetOf(findMessage(message.id) || item),
+      }));
+      head.append(reply);
+    }
     item.append(head);
+    if (typeof message.reply_to === "string" && message.reply_to) {
+      const quoted = findMessage(message.reply_to);
+      const who = quoted ? quoted.querySelector(".sender") : null;
+      const quote = el("p", "reply-quote",
+        `↪ ${who ? who.textContent : "a message"}: ${quoted ? snippetOf(quoted) : "(no longer shown)"}`);
+      item.append(quote);
+    }
 
     if (message.card && typeof message.card === "object") {
       item.append(questionCard(message.card));
@@ -410,6 +430,27 @@
     return true;
   }
 
+  function messageFrame(clientMessageId, pending) {
+    const frame = { type: "message", client_message_id: clientMessageId, text: pending.text };
+    if (pending.replyTo) frame.reply_to = pending.replyTo;
+    return frame;
+  }
+
+  // The Reply action: the next message replies to this one (a reply to a bot's question
+  // answers it); shown above the composer until sent or cancelled.
+  function replyTo(message) {
+    state.replyTo = message;
+    ui.replyBar.hidden = !message;
+    ui.replyToText.textContent = message ? `Replying to ${message.sender}: ${message.snippet}` : "";
+    if (message) ui.input.focus();
+  }
+
+  function snippetOf(node) {
+    const body = node && node.querySelector(".message-body");
+    const text = body ? body.textContent.replace(/\s+/g, " ").trim() : "";
+    return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+  }
+
   function sendJoin() {
     const frame = { type: "join", room: state.room, name: state.name };
     if (state.clientId) frame.client_id = state.clientId;
@@ -418,9 +459,7 @@
 
   function flushPending() {
     if (!state.joined) return;
-    for (const [clientMessageId, text] of state.pending) {
-      send({ type: "message", client_message_id: clientMessageId, text });
-    }
+    for (const [clientMessageId, pending] of state.pending) send(messageFrame(clientMessageId, pending));
   }
 
   function connect() {
@@ -487,7 +526,9 @@
       ui.hint.hidden = frame.bound !== false;
       ui.messages.replaceChildren();
       for (const message of Array.isArray(frame.history) ? frame.history : []) showMessage(message);
-      for (const [clientMessageId, text] of state.pending) showPending(clientMessageId, text);
+      for (const [clientMessageId, pending] of state.pending) {
+        showPending(clientMessageId, pending.text);
+      }
       renderRequests(frame.requests);
       ui.messages.scrollTop = ui.messages.scrollHeight;
       showStatus();
@@ -572,11 +613,15 @@
     ui.sendError.textContent = "";
     ui.input.value = "";
     const clientMessageId = randomId("m-");
-    state.pending.set(clientMessageId, text);
+    const pending = { text, replyTo: state.replyTo ? state.replyTo.id : null };
+    state.pending.set(clientMessageId, pending);
+    replyTo(null);
     showPending(clientMessageId, text);
-    if (state.joined) send({ type: "message", client_message_id: clientMessageId, text });
+    if (state.joined) send(messageFrame(clientMessageId, pending));
     showStatus();
   }
+
+  ui.replyCancel.addEventListener("click", () => replyTo(null));
 
   ui.sendForm.addEventListener("submit", (event) => {
     event.preventDefault();
