@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 import pytest
-from discord_support import binding, outbound
+from discord_support import WAIT, binding, outbound
 
 from bridge.core.account_state import AccountState
 from bridge.core.adapter import PermanentSendError, TransientSendError
@@ -346,8 +346,10 @@ async def test_typing_indicator(fake, server, make_adapter) -> None:
 async def test_a_send_before_the_first_connection_waits_for_it(fake, server, make_adapter) -> None:
     adapter = await make_adapter(bindings=[binding(server.general)], start=False)
     sending = asyncio.create_task(adapter.send(outbound("queued at start", server.general)))
-    await asyncio.sleep(0.05)
-    assert not sending.done()
+    async with asyncio.timeout(WAIT):  # until the send waits for the login, not a guess
+        while not adapter._ready._waiters:  # type: ignore[attr-defined]
+            await asyncio.sleep(0.005)
+    assert not sending.done() and not fake.shown(server.general)
     await adapter.start()
 
     ref = await sending
