@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
 from webchat_clients import drain_until, open_client, wait_for
 
 
@@ -159,7 +158,6 @@ async def test_switching_rooms_leaves_the_old_one(connect) -> None:
 
 
 async def test_human_protocol_blocks_carry_a_card(connect) -> None:
-    pytest.importorskip("bridge.protocol")
     ada = await connect()
     await ada.join("lobby", "Ada")
     await ada.say(

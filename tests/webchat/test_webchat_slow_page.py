@@ -75,9 +75,12 @@ def session_on(socket: Socket, chat: Webchat | None = None,
     )
 
 
-async def until(condition: Callable[[], bool]) -> None:
-    while not condition():
-        await asyncio.sleep(0.001)
+async def until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
+    """Until `condition()` holds; fails after `timeout` (a bound, never asserted as a time)
+    instead of polling for ever."""
+    async with asyncio.timeout(timeout):
+        while not condition():
+            await asyncio.sleep(0.001)
 
 
 async def test_a_page_that_stops_reading_is_cut_off_and_the_room_goes_on() -> None:
