@@ -229,9 +229,9 @@ async def test_redis_killed_and_restarted_within_the_ttl_keeps_the_poller_pollin
         assert token is not None
         keeper = a.adapter._poll_lease.keeper  # type: ignore[union-attr]
         redis.kill9()
-        await until(lambda: keeper._outage)  # a renewal failed: the store is down
+        await until(lambda: keeper.outage.is_down)  # a renewal failed: the store is down
         await redis.start()  # from its AOF: the lease is still a's, with its expiry
-        await until(lambda: not keeper._outage)  # a renewed again
+        await until(lambda: not keeper.outage.is_down)  # a renewed again
 
         fake.push_message(TOKEN, GROUP, ALICE, "after the restart")
         assert (await a.received.next(timeout=20)).text == "after the restart"
