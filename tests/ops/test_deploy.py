@@ -7,6 +7,7 @@ import copy
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -252,12 +253,42 @@ def test_the_dockerfile_is_multi_stage_non_root_and_checks_health() -> None:
     [check] = by_kind["HEALTHCHECK"]
     assert "BCN_HEALTH_URL" in check.original and any("--interval" in f for f in check.flags)
     assert "/healthz" in " ".join(c.original for c in by_kind["ENV"])
-    assert "/var/lib/bcn-bridge" in by_kind["VOLUME"][0].original
+    assert "VOLUME" not in by_kind  # compose and Kubernetes name the volumes; no anonymous ones
     assert by_kind["ENTRYPOINT"][0].value == ("bcn-bridge",)
     for command in commands:
         if command.cmd.upper() == "COPY" and not any(f.startswith("--from") for f in command.flags):
             for source in command.value[:-1]:
                 assert (REPO / source).exists(), source
+
+
+def test_the_dockerfile_needs_no_frontend_image_and_ignores_caches() -> None:
+    text = (DEPLOY / "Dockerfile").read_text(encoding="utf-8")
+    assert not re.search(r"^#\s*syntax\s*=", text, flags=re.MULTILINE)  # BuildKit would pull it
+    assert not (DEPLOY / "Dockerfile.dockerignore").exists()  # read by BuildKit only
+    ignored = (REPO / ".dockerignore").read_text(encoding="utf-8").split()
+    assert {"**/__pycache__", "**/*.pyc", "tests", ".git"} <= set(ignored)
+    assert "deploy" in ignored and "!deploy/constraints.txt" in ignored
+    assert re.search(r"pip wheel .*-c constraints\.txt", text)
+    assert re.search(r"pip install .*-c /tmp/constraints\.txt", text)
+
+
+def test_the_constraints_pin_every_runtime_dependency() -> None:
+    sys.path.insert(0, str(DEPLOY / "tools"))
+    try:
+        import constraints
+    finally:
+        sys.path.remove(str(DEPLOY / "tools"))
+    text = (DEPLOY / "constraints.txt").read_text(encoding="utf-8")
+    assert constraints.problems(text) == [], "regenerate: python deploy/tools/constraints.py"
+    pins = constraints.read_pins(text)
+    assert {"aiohttp", "redis", "pydantic", "python-telegram-bot", "mautrix"} <= set(pins)
+    assert all(re.fullmatch(r"\d+(\.\d+)*\w*", version) for version in pins.values())
+    # The check can fail: a missing pin and a pin outside the pyproject's range are named.
+    stale = re.sub(r"(?m)^aiohttp==.*$", "", text).replace(
+        "python-telegram-bot==", "python-telegram-bot==21.0#")
+    found = constraints.problems(stale)
+    assert "aiohttp is not pinned" in found
+    assert any(p.startswith("python-telegram-bot==21.0 is outside") for p in found)
 
 
 def test_docker_builds_the_image() -> None:
