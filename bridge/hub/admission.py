@@ -1,8 +1,10 @@
 """Who may register a new bot, and the registrations that never show up.
 
-Anyone who can reach the hub can register a bot (`bot.connect` without a token, or
-`POST /register` with the onboarding token), and with `auto_join` each one joins a group
-every link is told about. Three limits keep a flood from costing the chats:
+With `registration: open` (the default) anyone who can reach the hub can register a bot
+(`bot.connect` without a token); `registration: listed` (what deploy/ ships) registers only the
+names a group's `bots` lists. `POST /register` needs an onboarding token either way. With
+`auto_join` each new bot joins a group every link is told about. Three limits keep a flood
+from costing the chats:
 
 - a token bucket per IP address (`register_rate_per_minute` after `register_burst`): more
   is refused with `rate_limited` and when to retry;
@@ -38,7 +40,7 @@ class RegistrationRefused(Exception):
     def __init__(self, code: str, message: str, retry_after: int | None = None) -> None:
         super().__init__(message)
         self.code = code
-        """`rate_limited` (retry later) or `group_full` (ask the operator)."""
+        """`rate_limited` (retry later), `group_full` or `not_listed` (ask the operator)."""
         self.message = message
         self.retry_after = retry_after
 
@@ -82,6 +84,39 @@ class Admission:
     def __init__(self, config: HubConfig) -> None:
         self.config = config
         self.rate = RegistrationRate(config.register_rate_per_minute, config.register_burst)
+
+    def listed(self, name: str | None) -> bool:
+        """Whether `name` is one a group's `bots` names (what `registration: listed` admits)."""
+        if name is None:
+            return False
+        wanted = name.casefold()
+        return any(wanted == bot.casefold() for g in self.config.groups for bot in g.bots)
+
+    def check_tokenless(self, name: str | None) -> None:
+        """Raise `RegistrationRefused` when `bot.connect` without a token may not register
+        `name` (POST /register has its own token and is not asked)."""
+        if self.config.registration == "listed" and not self.listed(name):
+            raise RegistrationRefused(
+                "not_listed",
+                f"this hub registers only the bots its groups list (registration: listed); "
+                f"{name or 'a bot without a name'} is not one of them: ask the hub's operator "
+                "for a bot token (hub.bots) or to list the name in a group",
+            )
+
+    def describe(self) -> str:
+        """Who can register a bot, as the hub's start-up log says it."""
+        if self.config.registration == "listed":
+            names = sorted({bot for g in self.config.groups for bot in g.bots})
+            tokenless = (f"/ws/bot without a token registers only the listed bots "
+                         f"({', '.join(names) or 'none'})")
+        else:
+            joins = [g.id for g in self.config.groups if g.auto_join]
+            tokenless = ("/ws/bot without a token registers any client that reaches the hub"
+                         + (f", and auto_join puts it into {', '.join(joins)}" if joins else ""))
+        tokens = len(self.config.register_tokens)
+        post = (f"POST /register accepts {tokens} register token(s)" if tokens
+                else "POST /register accepts nobody (no register_tokens)")
+        return f"registration {self.config.registration}: {tokenless}; {post}"
 
     def check(self, state: HubState, address: str | None, name: str | None) -> None:
         """Raise `RegistrationRefused` unless a new bot of that name may register now."""

@@ -105,6 +105,7 @@ def _register(
     state: HubState, name: str | None, bot_id: str | None, address: str | None
 ) -> tuple[BotRecord, str]:
     try:
+        state.admission.check_tokenless(name)
         state.admission.check(state, address, name)
     except RegistrationRefused as refused:
         if refused.retry_after is None:  # a full group: asking again will not help

@@ -135,6 +135,12 @@ class HubConfig(BaseModel):
         default_factory=list,
         description="Onboarding tokens accepted by POST /register (bots register themselves).",
     )
+    registration: Literal["open", "listed"] = Field(
+        "open",
+        description="Who may register a bot by connecting to /ws/bot without a token: "
+        "`open` anyone who reaches the hub; `listed` only the names in a group's `bots` "
+        "(bots in `hub.bots` have tokens, POST /register needs a register token either way).",
+    )
     groups: list[GroupConfig] = Field(default_factory=list)
     bots: list[BotConfig] = Field(default_factory=list)
 

@@ -98,8 +98,7 @@ class Hub:
         self._sweeper = asyncio.create_task(self._sweep(), name="hub-sweeper")
         if not config.link_tokens:
             log.warning("no link_tokens configured: no channel link can connect")
-        if not config.register_tokens:
-            log.info("no register_tokens configured: POST /register accepts nobody")
+        log.info("%s", state.admission.describe())
         log.info("hub listening on %s (%d groups, %d known bots)",
                  self.url, len(state.groups), len(state.registry))
 

@@ -76,8 +76,15 @@ def test_scaled_instances_share_redis_and_name_their_links_apart() -> None:
 
 def test_the_hub_configs_load() -> None:
     path = DEPLOY / "config" / "hub.yaml"
-    hub = load_section(path, "hub", HubConfig, environ=environment_for(path.read_text()))
+    environ = environment_for(path.read_text())
+    del environ["STATE_DIRECTORY"]
+    hub = load_section(path, "hub", HubConfig, environ=environ)
     assert hub.listen == "0.0.0.0:8765" and [g.id for g in hub.groups] == ["demo"]
+    assert hub.registration == "listed"  # /ws/bot registers only Echo and Rules
+    assert str(hub.data_dir) == "/var/lib/bcn-bridge/hub"  # no STATE_DIRECTORY: the image's
+    hub = load_section(path, "hub", HubConfig,
+                       environ={**environ, "STATE_DIRECTORY": "/var/lib/bcn-hub"})
+    assert str(hub.data_dir) == "/var/lib/bcn-hub"
 
 
 def test_the_configmap_files_load(tmp_path: Path) -> None:
