@@ -215,7 +215,7 @@ def test_systemd_units_are_hardened(unit: str) -> None:
     text = (DEPLOY / "systemd" / unit).read_text(encoding="utf-8")
     settings = dict(re.findall(r"^(\w+)=(.*)$", text, flags=re.MULTILINE))
     command = "hub" if unit == "bcn-hub.service" else "run"
-    assert settings["ExecStart"].startswith(f"/usr/local/bin/bcn-bridge {command} -c /etc/")
+    assert settings["ExecStart"].startswith(f"/opt/bcn-bridge/bin/bcn-bridge {command} -c /etc/")
     assert settings["DynamicUser"] == "yes" and settings["ProtectSystem"] == "strict"
     assert settings["StateDirectory"] and settings["Restart"] == "on-failure"
     assert settings["NoNewPrivileges"] == "yes" and settings["EnvironmentFile"]
@@ -227,7 +227,7 @@ def test_systemd_accepts_the_units(unit: str, tmp_path: Path) -> None:
     if analyze is None or script is None:
         pytest.skip("needs systemd-analyze and an installed bcn-bridge script")
     text = (DEPLOY / "systemd" / unit).read_text(encoding="utf-8")
-    (tmp_path / unit).write_text(text.replace("/usr/local/bin/bcn-bridge", script))
+    (tmp_path / unit).write_text(text.replace("/opt/bcn-bridge/bin/bcn-bridge", script))
     (tmp_path / "bogus.service").write_text("[Service]\nExecStart=/bin/true\nBogusKey=1\n")
 
     def verify(name: str) -> str:
