@@ -27,6 +27,9 @@ _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _CREDENTIALS = re.compile(r"://[^/\s@]+@")
 """A URL with a user (and maybe a password) before its host."""
 FILE_SUFFIX = "_file"
+PLACEHOLDER = re.compile(r"change[-_ ]?me|replace[-_ ]with", re.IGNORECASE)
+"""What the examples in deploy/ put where a secret goes (`change-me-…`, `replace-with-…`):
+a value that still holds it was copied, not set, and is refused with its variable named."""
 
 
 class _Unresolved(Exception):
@@ -58,6 +61,12 @@ def expand_env(text: str, environ: Mapping[str, str]) -> str:
             raise _Unresolved(
                 f"environment variable {name} is not set (use '${{{name}:-default}}' "
                 "for a fallback)", variable=name,
+            )
+        if PLACEHOLDER.search(value):
+            raise _Unresolved(
+                f"environment variable {name} still holds the example's placeholder: set it "
+                "to the real value (a link or bot token: a long random string, e.g. "
+                "`openssl rand -hex 24`)"
             )
         return value
 
@@ -207,7 +216,13 @@ class _Resolver:
                 return None
             if not path.is_absolute():
                 path = Path(self.doc.file).parent / path
-            return read_secret_file(path)
+            secret = read_secret_file(path)
+            if PLACEHOLDER.search(secret):
+                self.issues.append(self.doc.issue(
+                    loc, f"secret file {path} still holds the example's placeholder: put the "
+                    "real secret in it"))
+                return None
+            return secret
         except ValueError:  # a NUL in the path: no file system can open it
             problem = "not a usable file path (it contains a NUL character)"
             self.issues.append(self.doc.issue(loc, f"cannot read secret file: {problem}"))

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from bridge.config import load_config, load_section
+from bridge.config import ConfigError, load_config, load_section
 from bridge.hub.config import HubConfig
 from tests.support.bridge_process import REPO
 
@@ -99,6 +99,22 @@ def test_the_configmap_files_load(tmp_path: Path) -> None:
     [secret] = documents(K8S / "secret.yaml")
     used = {name for text in configmap["data"].values() for name in ENV_VAR.findall(text)}
     assert used - {"HOSTNAME"} <= set(secret["stringData"])  # every secret the files read
+
+
+def test_the_example_secrets_are_refused_by_name() -> None:
+    """Starting with deploy/bcn.env.example copied but not filled in fails, naming the variable."""
+    example = (DEPLOY / "bcn.env.example").read_text(encoding="utf-8")
+    environ = dict(line.split("=", 1) for line in example.splitlines()
+                   if line and not line.startswith("#"))
+    assert "BCN_LINK_TOKEN" in environ
+    for path in (DEPLOY / "config" / "bridge-web.yaml", DEPLOY / "config" / "hub.yaml"):
+        full = {**environment_for(path.read_text(encoding="utf-8")), **environ}
+        with pytest.raises(ConfigError, match="BCN_LINK_TOKEN still holds the example's "
+                                              "placeholder"):
+            if path.name == "hub.yaml":
+                load_section(path, "hub", HubConfig, environ=full)
+            else:
+                load_config(path, environ=full)
 
 
 # ---------------------------------------------------------------------- compose
