@@ -4,6 +4,7 @@ the Kubernetes schemas, systemd, Docker's own Dockerfile parser, the compose str
 from __future__ import annotations
 
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -120,14 +121,18 @@ def test_the_example_secrets_are_refused_by_name() -> None:
 # ---------------------------------------------------------------------- compose
 
 SERVICE_KEYS = {
-    "image", "build", "command", "environment", "env_file", "volumes", "ports", "depends_on",
-    "healthcheck", "restart", "hostname", "profiles",
+    "image", "build", "command", "environment", "volumes", "ports", "depends_on",
+    "healthcheck", "restart", "hostname", "profiles", "read_only", "tmpfs", "cap_drop",
+    "security_opt", "mem_limit", "logging", "user",
 }
+PLATFORM_TOKENS = {"TELEGRAM_BOT_TOKEN", "DISCORD_BOT_TOKEN", "SLACK_BOT_TOKEN",
+                   "SLACK_APP_TOKEN"}
 
 
 def test_compose_services_healthchecks_and_order() -> None:
     spec = compose()
-    assert set(spec) <= {"name", "services", "volumes", "x-bcn"}
+    assert "name" not in spec  # Compose v1 (Debian 12's 1.29.2) rejects the key
+    assert set(spec) <= {"services", "volumes", "x-bcn", "x-bridge-env"}
     services = spec["services"]
     assert set(services) == {"redis", "hub", "bridge-1", "bridge-2", "bridge-single",
                              "echo", "rules"}
@@ -135,14 +140,16 @@ def test_compose_services_healthchecks_and_order() -> None:
         assert set(service) <= SERVICE_KEYS, (name, set(service) - SERVICE_KEYS)
         assert service["restart"] == "unless-stopped", name
         assert "image" in service, name
-        check = service["healthcheck"]
+        check = service.get("healthcheck")
         if name in ("echo", "rules"):
             assert check == {"disable": True}  # no HTTP port to ask
-        else:
+        elif name == "redis":
             assert check["test"][0] == "CMD" and {"interval", "timeout", "retries"} <= set(check)
+        else:  # the image's HEALTHCHECK, asking $BCN_HEALTH_URL: defined once
+            assert check is None, name
         for needed, condition in (service.get("depends_on") or {}).items():
             assert needed in services and condition == {"condition": "service_healthy"}
-            assert "disable" not in services[needed]["healthcheck"], needed
+            assert "disable" not in (services[needed].get("healthcheck") or {}), needed
         for volume in service.get("volumes") or []:
             source = volume.split(":", 1)[0]
             if source.startswith("./"):
@@ -157,17 +164,90 @@ def test_compose_services_healthchecks_and_order() -> None:
     assert all("profiles" not in services[n] for n in services if n != "bridge-single")
     ports = [port.rsplit(":", 2)[-2] for s in services.values() for port in s.get("ports", [])]
     assert len(ports) == len(set(ports))
+    assert services["hub"]["environment"]["BCN_HEALTH_URL"].endswith(":8765/healthz")
+
+
+def test_compose_services_are_locked_down_and_bounded() -> None:
+    for name, service in compose()["services"].items():
+        assert service["read_only"] is True, name
+        assert service["cap_drop"] == ["ALL"], name
+        assert service["security_opt"] == ["no-new-privileges:true"], name
+        assert re.fullmatch(r"\d+m", service["mem_limit"]), name
+        assert service["logging"]["options"]["max-size"] and \
+            service["logging"]["options"]["max-file"], name
+        assert "volumes" in service or "/tmp" in service.get("tmpfs", []), name
+    redis = compose()["services"]["redis"]
+    assert "--maxmemory" in redis["command"] and redis["user"] == "redis"
+
+
+def test_compose_gives_each_service_only_its_own_secrets() -> None:
+    services = compose()["services"]
+    assert all("env_file" not in service for service in services.values())
+    assert set(services["hub"]["environment"]) == {"BCN_LINK_TOKEN", "BCN_HEALTH_URL"}
     for bridge in ("bridge-1", "bridge-2", "bridge-single"):
-        assert "8080/healthz" in " ".join(services[bridge]["healthcheck"]["test"])
-
-
-def test_compose_reads_secrets_from_the_env_file() -> None:
-    spec = compose()
-    for name in ("hub", "bridge-1", "bridge-2", "bridge-single", "echo", "rules"):
-        assert spec["services"][name]["env_file"] == ["bcn.env"]
+        assert set(services[bridge]["environment"]) == {"BCN_LINK_TOKEN"} | PLATFORM_TOKENS
+    for other in ("redis", "echo", "rules"):
+        assert "environment" not in services[other], other
     example = (DEPLOY / "bcn.env.example").read_text(encoding="utf-8")
     assert "BCN_LINK_TOKEN=" in example
     assert "bcn.env" in (REPO / ".gitignore").read_text(encoding="utf-8")  # never committed
+    # Every variable the bridge configs read, a bridge is given (HOSTNAME: Docker sets it).
+    for name in ("bridge-web.yaml", "bridge.yaml", "single.yaml"):
+        text = (DEPLOY / "config" / name).read_text(encoding="utf-8")
+        used = set(ENV_VAR.findall(text)) - {"HOSTNAME"}
+        assert used <= set(services["bridge-1"]["environment"]), name
+
+
+def test_compose_matches_the_compose_specification() -> None:
+    """The Compose Specification's own JSON schema (deploy/tools/compose-spec.json, from
+    github.com/compose-spec/compose-spec, Apache-2.0), as `docker compose` checks a file."""
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = json.loads((DEPLOY / "tools" / "compose-spec.json").read_text(encoding="utf-8"))
+    validator = jsonschema.Draft7Validator(schema)  # what its $schema names
+    validator.validate(compose())
+    broken = copy.deepcopy(compose())
+    broken["services"]["hub"]["read_onyl"] = True  # the check can fail
+    with pytest.raises(jsonschema.ValidationError, match="read_onyl"):
+        validator.validate(broken)
+
+
+def docker_compose_config(*args: str, env_file: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["docker-compose", "-f", str(DEPLOY / "compose.yaml"), "--env-file", str(env_file),
+         *args, "config"], capture_output=True, text=True, timeout=60, cwd=REPO)
+
+
+def test_compose_v1_accepts_the_file(tmp_path: Path) -> None:
+    """Debian 12's docker-compose 1.29.2 (`apt-get install docker-compose`) reads the file as
+    written: `config` needs no engine."""
+    if shutil.which("docker-compose") is None:
+        pytest.skip("docker-compose (Debian's package) is not installed")
+    env_file = tmp_path / "bcn.env"
+    env_file.write_text("BCN_LINK_TOKEN=0123456789abcdef0123\n", encoding="utf-8")
+    done = docker_compose_config("--profile", "single", env_file=env_file)
+    assert done.returncode == 0, done.stderr
+    rendered = yaml.safe_load(done.stdout)
+    assert set(rendered["services"]) == set(compose()["services"])
+    assert rendered["services"]["hub"]["environment"]["BCN_LINK_TOKEN"] == "0123456789abcdef0123"
+    # The check can fail: without the link token, compose itself refuses and says where.
+    env_file.write_text("", encoding="utf-8")
+    done = docker_compose_config(env_file=env_file)
+    assert done.returncode != 0 and "set BCN_LINK_TOKEN in deploy/bcn.env" in done.stderr
+
+
+def test_the_single_profile_command_in_the_docs_starts_one_bridge(tmp_path: Path) -> None:
+    """README and docs/operations.md name the services: `--profile single up` alone would
+    start the default services as well."""
+    command = ("--profile single up -d --build hub echo rules bridge-single")
+    for doc in (REPO / "README.md", REPO / "docs" / "operations.md"):
+        text = " ".join(doc.read_text(encoding="utf-8").replace("\\\n", " ").split())
+        assert command in text, doc
+    started = {"hub", "echo", "rules", "bridge-single"}
+    services = compose()["services"]
+    needed = set(started)
+    for name in started:
+        needed |= set(services[name].get("depends_on") or {})
+    assert needed == started  # nothing else comes up through depends_on
 
 
 # ---------------------------------------------------------------------- Kubernetes
