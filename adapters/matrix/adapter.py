@@ -13,6 +13,7 @@ edited with `m.replace`. Sending never sleeps on a 429: the outbox waits `retry_
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -43,6 +44,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 _API_LOGGERS = ("mautrix", "adapters.matrix")
+PING_ATTEMPTS = 3
 
 
 class _StateStore(MemoryStateStore, ASStateStore):
@@ -143,12 +145,18 @@ class MatrixAdapter(Adapter):
     async def _ping(self) -> None:
         """Ask the homeserver to reach the push listener now: a backlog of transactions it
         kept while the bridge was down is sent at once, not after its growing retry delay."""
-        try:
-            await self._bot.appservice_ping(self.settings.appservice_id)
-        except (MatrixError, aiohttp.ClientError, TimeoutError) as exc:
-            log.warning("matrix:%s: the homeserver could not reach the push listener at %s "
-                        "(%s); check the registration's url", self.account,
-                        self.settings.push_url, exc)
+        failure: BaseException | None = None
+        for attempt in range(1, PING_ATTEMPTS + 1):
+            try:
+                await self._bot.appservice_ping(self.settings.appservice_id)
+                return
+            except (MatrixError, aiohttp.ClientError, TimeoutError) as exc:
+                failure = exc
+            if attempt < PING_ATTEMPTS:  # the homeserver's kept connection may be stale
+                await asyncio.sleep(0.5 * attempt)
+        log.warning("matrix:%s: the homeserver could not reach the push listener at %s (%s); "
+                    "check the registration's url", self.account, self.settings.push_url,
+                    failure)
 
     async def stop(self) -> None:
         listener, self._listener = self._listener, None

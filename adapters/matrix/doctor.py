@@ -8,6 +8,7 @@ running one (then the homeserver is asked to ping it, as the bridge does at star
 
 from __future__ import annotations
 
+import asyncio
 import socket
 from typing import Any
 
@@ -19,6 +20,8 @@ from bridge.listen import parse_listen
 from bridge.logs import REDACTOR, redact
 
 TIMEOUT = aiohttp.ClientTimeout(total=10)
+PING_ATTEMPTS = 3
+PING_PAUSE = 0.5
 
 
 async def diagnose(account: str, config: MatrixAccountConfig) -> list[Diagnosis]:
@@ -70,10 +73,14 @@ async def _listener(session: aiohttp.ClientSession, channel: str, where: str,
         return Diagnosis.fail(
             f"{channel}: what answers at {config.listen} refuses the hs_token ({status})",
             f"check {where}.hs_token against the registration file")
-    status, body = await _call(
-        session, "POST",
-        f"{config.homeserver}/_matrix/client/v1/appservice/{config.appservice_id}/ping",
-        headers=auth, params={"user_id": config.bot_user_id}, json={})
+    for attempt in range(PING_ATTEMPTS):  # a homeserver's kept connection may be stale
+        status, body = await _call(
+            session, "POST",
+            f"{config.homeserver}/_matrix/client/v1/appservice/{config.appservice_id}/ping",
+            headers=auth, params={"user_id": config.bot_user_id}, json={})
+        if status == 200:
+            break
+        await asyncio.sleep(PING_PAUSE * (attempt + 1))
     if status == 200:
         return Diagnosis.ok(f"{channel}: a bridge listens at {config.listen} and the "
                             f"homeserver reaches it at {config.push_url}")

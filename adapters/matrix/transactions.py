@@ -22,6 +22,7 @@ from typing import Any
 from aiohttp import web
 
 from bridge.core.account_state import AccountState
+from bridge.core.claims import claim_event, release_quietly
 from bridge.listen import parse_listen
 
 log = logging.getLogger(__name__)
@@ -36,8 +37,11 @@ _FORBIDDEN = {"errcode": "M_FORBIDDEN", "error": "Bad hs_token"}
 _UNKNOWN_TOKEN = {"errcode": "M_UNKNOWN_TOKEN", "error": "Missing hs_token"}
 
 
-def _txn_key(txn_id: str) -> str:
-    return f"txn:{txn_id}"
+TXN_CLAIM_TTL = 10.0
+"""Seconds a transaction's claim holds. A bridge killed mid-transaction leaves its claim,
+and the homeserver's resend to the next bridge waits that long; handing a transaction's
+events to the core takes far less. Should one take longer, another instance may start on
+it too: each message is still claimed on its own by the core, so none is relayed twice."""
 
 
 class PushListener:
@@ -49,6 +53,7 @@ class PushListener:
         self.listen = listen
         self._hs_token = hs_token.encode()
         self.state = state
+        self._prefix = f"{channel}:txn:"
         self.on_event = on_event
         self.accepting = False
         self._runner: web.AppRunner | None = None
@@ -131,21 +136,24 @@ class PushListener:
         assert task is not None
         self._in_hand.add(task)
         try:
-            await self._handle(_txn_key(request.match_info["txn_id"]), events)
+            await self._handle(self._prefix + request.match_info["txn_id"], events)
         finally:
             self._in_hand.discard(task)
         return web.json_response({})
 
     async def _handle(self, key: str, events: list[object]) -> None:
-        if not await self.state.claim(key):
+        """Claim the transaction in the shared store, hand its events to the core, mark it
+        seen; free the claim if anything (a cancel included) cuts that short."""
+        seen, holder = self.state.store.seen, self.state.holder
+        if not await claim_event(seen, key, holder, ttl=TXN_CLAIM_TTL):
             return  # handled already, here or by another instance
         try:
             for event in events:
                 if isinstance(event, dict):
                     await self.on_event(event)
-            await self.state.done(key)
+            await seen.add(key, self.state.clock())
         except BaseException:
-            await self.state.unclaim(key)
+            await release_quietly(seen, key, holder)
             raise
 
     async def ping(self, request: web.Request) -> web.Response:

@@ -5,6 +5,8 @@ text. The hub runs in its own process, so the bot keeps streaming while the brid
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +34,17 @@ def slow_bot(hub_port: int, tmp_path: Path) -> Bot:
             await run.delta(word)
             await asyncio.sleep(0.15)
         await run.final("".join(WORDS).strip())
+
+    return bot
+
+
+def quick_bot(hub_port: int, tmp_path: Path) -> Bot:
+    bot = Bot(f"ws://127.0.0.1:{hub_port}/ws/bot", name="Slow",
+              token_file=tmp_path / "slow.token", backoff=Backoff(initial=0.1, maximum=1.0))
+
+    @bot.on_message
+    async def answer(msg: IncomingMessage, run: Run) -> None:
+        await run.final(f"got: {msg.text}")
 
     return bot
 
@@ -89,3 +102,52 @@ async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
         await bridge.kill()
         await hub.stop()
     assert shown == [final], shown
+
+
+async def test_a_transaction_unacked_when_the_bridge_is_killed_is_relayed_once(
+        tmp_path, homeserver, ada):
+    """The hub is frozen (SIGSTOP), so the bridge holds the person's transaction without
+    acking it; it is killed then, the hub thawed and the bridge started again. The message
+    reaches the bot once: the core's spool hands it on after the restart, and Synapse's
+    resend of the transaction (the bridge's ping at start asks for it) waits for the dead
+    process's claim on the message (the core's CLAIM_TTL, a minute — longer than this test
+    watches) and is then dropped as relayed."""
+    room = await ada.create_room(invite=[BRIDGE_USER])
+    hub_port = free_port()
+    hub_config, bridge_config = configs(tmp_path, homeserver, room, hub_port)
+    hub = HubProcess(hub_config)
+    await hub.start()
+    bot = quick_bot(hub_port, tmp_path)
+    bridge = BridgeProcess(bridge_config)
+    frozen = False
+    try:
+        await bot.start(timeout=WAIT)
+        await bridge.start()
+        await ada.wait_for(room, joined(BRIDGE_USER), timeout=WAIT)
+        hub_pid = hub._process.pid  # type: ignore[union-attr]
+        os.kill(hub_pid, signal.SIGSTOP)
+        frozen = True
+        await ada.say(room, "before the ack")
+        await bridge.wait_for_line(f"sees room {room}", timeout=WAIT)
+        await asyncio.sleep(0.5)
+        await bridge.kill()
+        os.kill(hub_pid, signal.SIGCONT)
+        frozen = False
+
+        restarted = BridgeProcess(bridge_config)
+        await restarted.start()
+        try:
+            await ada.wait_for(room, lambda events: [
+                t for _, t in bot_messages(events, SLOW) if t == "got: before the ack"],
+                timeout=WAIT)
+            await asyncio.sleep(1.5)  # room for a second relay of the message
+            shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
+        finally:
+            await restarted.stop()
+    finally:
+        if frozen:
+            os.kill(hub._process.pid, signal.SIGCONT)  # type: ignore[union-attr]
+        await bot.stop()
+        await bridge.kill()
+        await hub.stop()
+    assert shown == ["got: before the ack"], shown

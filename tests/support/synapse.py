@@ -179,7 +179,17 @@ def _write_signing_key(path: Path) -> None:
         write_signing_keys(out, [generate_signing_key("a_test")])
 
 
-def start_synapse(folder: Path, registration: Path) -> Synapse:
-    synapse = Synapse(folder, free_port())
-    synapse.start(registration)
-    return synapse
+def start_synapse(folder: Path, registration: Path, attempts: int = 2) -> Synapse:
+    """Synapse on a free port; tried again on another port if the first is taken between
+    choosing it and Synapse binding it (another test run on the machine)."""
+    for attempt in range(1, attempts + 1):
+        synapse = Synapse(folder / f"run{attempt}", free_port())
+        try:
+            synapse.start(registration)
+        except RuntimeError:
+            synapse.stop()
+            if attempt == attempts:
+                raise
+            continue
+        return synapse
+    raise AssertionError("unreachable")
