@@ -1,7 +1,8 @@
 """`bcn-bridge matrix registration -c FILE`: the application-service registration YAML.
 
 Put its output in a file the homeserver reads (Synapse: `app_service_config_files`), then
-restart the homeserver. It carries the account's two tokens: keep the file private.
+restart the homeserver. It carries the account's two tokens: keep the file private. The
+Matrix library is imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -10,13 +11,13 @@ import argparse
 import sys
 from typing import Any
 
-EXIT_USAGE = 2
+from bridge.cli.platform import EXIT_USAGE, command_group, read_accounts
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("matrix", help="Matrix helpers (the appservice registration)")
-    commands = parser.add_subparsers(dest="matrix_command", metavar="COMMAND")
-    registration = commands.add_parser(
+    actions = command_group(subparsers, "matrix", "Matrix helpers (registration)",
+                            "Helpers for the Matrix accounts of a config file.")
+    registration = actions.add_parser(
         "registration", help="print the registration file for the homeserver",
         description=__doc__.split("\n\n")[0])
     registration.add_argument("-c", "--config", metavar="FILE", required=True,
@@ -24,38 +25,26 @@ def register(subparsers: Any) -> None:
     registration.add_argument("--account", help="the accounts.matrix.<name> entry "
                               "(needed only when there are several)")
     registration.set_defaults(handler=print_registration)
-    parser.set_defaults(handler=lambda args: _usage(parser))
-
-
-def _usage(parser: argparse.ArgumentParser) -> int:
-    parser.print_help(sys.stderr)
-    return EXIT_USAGE
 
 
 def print_registration(args: argparse.Namespace) -> int:
+    found = read_accounts(args.config, "matrix")
+    if found is None:
+        return EXIT_USAGE
+    _, accounts = found
+    name = args.account or (next(iter(accounts)) if len(accounts) == 1 else None)
+    account = accounts.get(name) if name else None
+    if account is None:
+        print(f"{args.config}: name a Matrix account with --account (accounts.matrix: "
+              f"{', '.join(sorted(accounts))})", file=sys.stderr)
+        return EXIT_USAGE
     import yaml
 
     from adapters.matrix.config import MatrixAccountConfig
     from adapters.matrix.registration import registration
-    from bridge.config import ConfigError
-    from bridge.config.schema import load_config
 
-    try:
-        config = load_config(args.config)
-    except ConfigError as exc:
-        print(exc, file=sys.stderr)
-        return EXIT_USAGE
-    accounts = config.accounts.get("matrix", {})
-    if args.account is None and len(accounts) == 1:
-        args.account = next(iter(accounts))
-    account = accounts.get(args.account) if args.account else None
-    if account is None:
-        names = ", ".join(sorted(accounts)) or "none"
-        print(f"{args.config}: name a Matrix account with --account (accounts.matrix: {names})",
-              file=sys.stderr)
-        return EXIT_USAGE
     settings = MatrixAccountConfig.model_validate(account.model_dump())
-    print(f"# bcn-bridge matrix:{args.account}; add this file to the homeserver's "
+    print(f"# bcn-bridge matrix:{name}; add this file to the homeserver's "
           "app_service_config_files and keep it private (it holds both tokens)")
     print(yaml.safe_dump(registration(settings), sort_keys=False), end="")
     return 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 from typing import Any
 
@@ -14,7 +13,7 @@ from matrix_support import AS_TOKEN, HS_TOKEN, account_config
 from mautrix.api import Method, Path
 from mautrix.appservice import AppServiceAPI
 
-from adapters.matrix import cli as matrix_cli
+import bridge.cli
 from adapters.matrix.errors import RateLimitedResponse, send_error
 from adapters.matrix.inbound import to_inbound, with_mentions
 from adapters.matrix.outbound import edit_content, message_content
@@ -122,10 +121,7 @@ def test_the_registration_command_prints_it(tmp_path, capsys) -> None:
             "hs_token_file": str(_secret(tmp_path, "hs", HS_TOKEN))}}},
         "bindings": [{"channel": "matrix:main", "chat": "!room:localhost", "group": "g"}],
     }), encoding="utf-8")
-    parser = argparse.ArgumentParser()
-    matrix_cli.register(parser.add_subparsers())
-    args = parser.parse_args(["matrix", "registration", "-c", str(config)])
-    assert args.handler(args) == 0
+    assert bridge.cli.main(["matrix", "registration", "-c", str(config)]) == 0
     printed = yaml.safe_load(capsys.readouterr().out)
     assert printed["id"] == "bcn-bridge" and printed["as_token"] == AS_TOKEN
     assert printed["namespaces"]["users"][0]["regex"] == r"@bcn_.*:localhost"
