@@ -11,6 +11,7 @@ import asyncio
 import logging
 import signal
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge import event_loop
@@ -23,6 +24,8 @@ if TYPE_CHECKING:
 BOT_KINDS = ("echo", "rules")
 EXIT_REFUSED = 1
 EXIT_USAGE = 2
+ALIVE_EVERY = 10.0
+"""Seconds between touches of --alive-file (a liveness probe allows a few missed)."""
 
 
 def register(subparsers: Any) -> None:
@@ -42,6 +45,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--heartbeat", type=float, default=60.0,
                         help="seconds between bot.status heartbeats (default 60)")
     parser.add_argument("--history-file", help="keep chat.history in this JSON file")
+    parser.add_argument("--alive-file", type=Path,
+                        help=f"touch this file every {ALIVE_EVERY:g} s while the bot's event "
+                        "loop runs, connected or not (for a container's liveness probe)")
     add_log_options(parser)
     parser.set_defaults(handler=run_example_bot)
 
@@ -79,10 +85,18 @@ def run_example_bot(args: argparse.Namespace) -> int:
         announce(f"example-bot: {exc}", stream=sys.stderr, level=logging.ERROR)
         return EXIT_USAGE
     setup_logging(args.log_level or "INFO", args.log_format or "text")
-    return event_loop.run(_run(bot, has_token_file=args.token_file is not None))
+    return event_loop.run(_run(bot, has_token_file=args.token_file is not None,
+                               alive_file=args.alive_file))
 
 
-async def _run(bot: Bot, *, has_token_file: bool) -> int:
+async def keep_alive(path: Path, every: float = ALIVE_EVERY) -> None:
+    """Touch `path` now and every `every` seconds: its age says whether the loop is stuck."""
+    while True:
+        await asyncio.to_thread(path.touch)
+        await asyncio.sleep(every)
+
+
+async def _run(bot: Bot, *, has_token_file: bool, alive_file: Path | None = None) -> int:
     """Run until BCN refuses the bot for good or SIGTERM/SIGINT asks for an orderly stop."""
     from bridge.bcn import BcnError
     from bridge.logs import announce
@@ -91,6 +105,7 @@ async def _run(bot: Bot, *, has_token_file: bool) -> int:
     stopping: set[asyncio.Task[None]] = set()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, lambda: stopping.add(asyncio.create_task(bot.stop())))
+    alive = asyncio.create_task(keep_alive(alive_file)) if alive_file is not None else None
     try:
         await bot.run()
     except BcnError as exc:
@@ -102,6 +117,8 @@ async def _run(bot: Bot, *, has_token_file: bool) -> int:
                  stream=sys.stderr, level=logging.ERROR)
         return EXIT_REFUSED
     finally:
+        if alive is not None:
+            alive.cancel()
         if stopping:
             await asyncio.wait(stopping)
     return 0

@@ -5,6 +5,13 @@ probe. `/readyz` answers 200 only while this instance can relay — its BCN link
 every platform account says it is up — and 503 with a JSON body naming what is down
 otherwise, so a load balancer or Kubernetes sends traffic elsewhere until it is back.
 `/metrics` reads the same state into its gauges at every scrape.
+
+`/readyz?scope=serving` asks less: whether this instance can take traffic at all (its relay
+runs: the webchat, webhooks and the API answer). Kubernetes uses it as the readiness probe of
+replicas that share one hub, since a hub restart takes every link down at once: with the full
+`/readyz` every replica would turn NotReady together and a PodDisruptionBudget would block node
+drains. The link and the accounts are watched through `bcn_bridge_link_up` and
+`bcn_bridge_adapter_up` instead (docs/operations.md, alerts).
 """
 
 from __future__ import annotations
@@ -47,8 +54,19 @@ class BridgeStatus:
                 problems[adapter.channel] = why
         return problems
 
-    async def readyz(self, _request: web.Request) -> web.Response:
-        down = self.down()
+    def not_serving(self) -> dict[str, str]:
+        """What keeps this instance from taking traffic (`/readyz?scope=serving`)."""
+        if self.relay is None:
+            return {"bridge": "not running (starting or stopping)"}
+        return {}
+
+    async def readyz(self, request: web.Request) -> web.Response:
+        scope = request.query.get("scope", "relay")
+        if scope not in ("relay", "serving"):
+            return web.json_response(
+                {"error": f"scope must be relay (the default) or serving, not {scope!r}"},
+                status=400)
+        down = self.not_serving() if scope == "serving" else self.down()
         body: dict[str, Any] = {"status": "ready" if not down else "not ready",
                                 "version": __version__}
         if down:

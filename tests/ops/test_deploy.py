@@ -20,8 +20,6 @@ from bridge.hub.config import HubConfig
 from tests.support.bridge_process import REPO
 
 DEPLOY = REPO / "deploy"
-K8S = DEPLOY / "k8s"
-K8S_VERSION = "1.30.0"
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
 
 
@@ -86,20 +84,6 @@ def test_the_hub_configs_load() -> None:
     hub = load_section(path, "hub", HubConfig,
                        environ={**environ, "STATE_DIRECTORY": "/var/lib/bcn-hub"})
     assert str(hub.data_dir) == "/var/lib/bcn-hub"
-
-
-def test_the_configmap_files_load(tmp_path: Path) -> None:
-    [configmap] = [d for d in documents(K8S / "configmap.yaml") if d["kind"] == "ConfigMap"]
-    assert set(configmap["data"]) == {"hub.yaml", "bridge.yaml"}
-    hub_file = tmp_path / "hub.yaml"
-    hub_file.write_text(configmap["data"]["hub.yaml"], encoding="utf-8")
-    hub = load_section(hub_file, "hub", HubConfig,
-                       environ=environment_for(configmap["data"]["hub.yaml"]))
-    assert {bot.name for bot in hub.bots} == {"Echo", "Rules"}
-    load_deploy_config(tmp_path / "bridge.yaml", configmap["data"]["bridge.yaml"])
-    [secret] = documents(K8S / "secret.yaml")
-    used = {name for text in configmap["data"].values() for name in ENV_VAR.findall(text)}
-    assert used - {"HOSTNAME"} <= set(secret["stringData"])  # every secret the files read
 
 
 def test_the_example_secrets_are_refused_by_name() -> None:
@@ -248,60 +232,6 @@ def test_the_single_profile_command_in_the_docs_starts_one_bridge(tmp_path: Path
     for name in started:
         needed |= set(services[name].get("depends_on") or {})
     assert needed == started  # nothing else comes up through depends_on
-
-
-# ---------------------------------------------------------------------- Kubernetes
-
-def manifests() -> list[tuple[Path, dict[str, Any]]]:
-    listed = documents(K8S / "kustomization.yaml")[0]["resources"]
-    assert sorted(listed) == sorted(p.name for p in K8S.glob("*.yaml")
-                                    if p.name != "kustomization.yaml")
-    return [(K8S / name, doc) for name in listed for doc in documents(K8S / name)]
-
-
-def test_every_manifest_validates_against_the_kubernetes_schema() -> None:
-    kubernetes_validate = pytest.importorskip("kubernetes_validate")
-    for _, doc in manifests():
-        kubernetes_validate.validate(doc, K8S_VERSION, strict=True)  # raises when invalid
-    # The check can fail: a misspelt field is refused.
-    deployment = next(doc for _, doc in manifests() if doc["kind"] == "Deployment")
-    broken = copy.deepcopy(deployment)
-    broken["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGett"] = {}
-    with pytest.raises(kubernetes_validate.ValidationError):
-        kubernetes_validate.validate(broken, K8S_VERSION, strict=True)
-
-
-def test_the_bridge_runs_several_replicas_with_probes_and_a_budget() -> None:
-    by_name = {(doc["kind"], doc["metadata"]["name"]): doc for _, doc in manifests()}
-    bridge = by_name[("Deployment", "bcn-bridge")]
-    assert bridge["spec"]["replicas"] > 1
-    [container] = bridge["spec"]["template"]["spec"]["containers"]
-    assert container["livenessProbe"]["httpGet"]["path"] == "/healthz"
-    assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
-    assert container["envFrom"] == [{"secretRef": {"name": "bcn-bridge"}}]
-    pdb = by_name[("PodDisruptionBudget", "bcn-bridge")]
-    labels = bridge["spec"]["template"]["metadata"]["labels"]
-    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
-    assert pdb["spec"]["minAvailable"] < bridge["spec"]["replicas"]
-    hub = by_name[("Deployment", "bcn-hub")]
-    assert hub["spec"]["replicas"] == 1 and hub["spec"]["strategy"]["type"] == "Recreate"
-    for _, doc in manifests():
-        pod = doc.get("spec", {}).get("template", {}).get("spec")
-        if pod is not None:
-            assert pod["securityContext"]["runAsNonRoot"] is True, doc["metadata"]["name"]
-
-
-def test_kustomize_renders_the_manifests() -> None:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed, so `kubectl kustomize` cannot be tried")
-    done = subprocess.run([kubectl, "kustomize", str(K8S)], capture_output=True, text=True,
-                          timeout=60)
-    assert done.returncode == 0, done.stderr
-    rendered = [doc for doc in yaml.safe_load_all(done.stdout) if doc]
-    assert len(rendered) == len(manifests())
-    assert {doc["metadata"].get("namespace") for doc in rendered
-            if doc["kind"] != "Namespace"} == {"bcn-bridge"}
 
 
 # ---------------------------------------------------------------------- systemd
