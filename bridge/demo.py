@@ -6,6 +6,8 @@ inside the package), with state in a temporary directory unless `--data-dir` say
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +18,23 @@ DEMO_CONFIG = Path(__file__).with_name("demo.yaml")
 """The demo deployment (also shipped as config/demo.yaml)."""
 
 
-def demo_config(data_dir: Path, *, web_port: int = 8080, hub_port: int = 0) -> BridgeConfig:
+def in_container(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> bool:
+    """Whether this process runs in a container: `$container` (set by podman and
+    systemd-nspawn, and by deploy/Dockerfile), Docker's `/.dockerenv` or podman's
+    `/run/.containerenv`."""
+    env = os.environ if environ is None else environ
+    return bool(env.get("container")) or (root / ".dockerenv").exists() \
+        or (root / "run" / ".containerenv").exists()
+
+
+def demo_web_host(root: Path = Path("/"), environ: Mapping[str, str] | None = None) -> str:
+    """Where the demo's webchat listens: every interface inside a container, so that
+    `docker run -p 8080:8080` reaches it; only this machine's loopback anywhere else."""
+    return "0.0.0.0" if in_container(root, environ) else "127.0.0.1"
+
+
+def demo_config(data_dir: Path, *, web_port: int = 8080, hub_port: int = 0,
+                web_host: str = "127.0.0.1") -> BridgeConfig:
     """The demo file, with its ports and state moved to where this run wants them: the same
     file names as demo.yaml gives (`demo.db`, `hub/`), in `data_dir` instead of `./data`."""
     config = load_config(DEMO_CONFIG, environ={})
@@ -28,7 +46,7 @@ def demo_config(data_dir: Path, *, web_port: int = 8080, hub_port: int = 0) -> B
                     "data_dir": data_dir / Path(config.hub.data_dir).name}
         ),
         "store": f"sqlite:///{data_dir / store_file}",
-        "web": config.web.model_copy(update={"listen": f"127.0.0.1:{web_port}"}),
+        "web": config.web.model_copy(update={"listen": f"{web_host}:{web_port}"}),
     })
 
 

@@ -19,6 +19,9 @@ def register(subparsers: Any) -> None:
         "demo", help="embedded hub + webchat + example bots; open the printed URL"
     )
     parser.add_argument("--port", type=int, default=8080, help="webchat port (default 8080)")
+    parser.add_argument("--host", default=None,
+                        help="webchat address (default 127.0.0.1; 0.0.0.0 inside a container, "
+                             "so that docker run -p 8080:8080 reaches it)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="keep state here (default: a temporary directory)")
     parser.add_argument("--dashboard", action="store_true",
@@ -30,13 +33,14 @@ def register(subparsers: Any) -> None:
 
 def demo_command(args: argparse.Namespace) -> int:
     from bridge.cli.run import serve
-    from bridge.demo import DEMO_ROOM, demo_config, start_demo_bots
+    from bridge.demo import DEMO_ROOM, demo_config, demo_web_host, start_demo_bots
     from bridge.logs import announce, setup_logging
 
     setup_logging(args.log_level or "INFO", args.log_format or "text")
     with tempfile.TemporaryDirectory(prefix="bcn-bridge-demo-") as scratch:
         data_dir = args.data_dir or Path(scratch)
-        config = demo_config(data_dir, web_port=args.port)
+        host = args.host or demo_web_host()
+        config = demo_config(data_dir, web_port=args.port, web_host=host)
         token = secrets.token_urlsafe(24) if args.dashboard else None
         if token is not None:
             config = with_dashboard(config, token)
@@ -45,8 +49,10 @@ def demo_command(args: argparse.Namespace) -> int:
             return await start_demo_bots(app.bcn_url, data_dir)
 
         def ready(app: Any) -> None:
-            url = f"{app.web.url}/?room={DEMO_ROOM}"
-            dashboard = (f"  dashboard: {app.web.url}/dashboard   sign-in token: {token}\n"
+            # 0.0.0.0 is where it listens, not an address a browser opens.
+            base = app.web.url.replace("//0.0.0.0:", "//127.0.0.1:")
+            url = f"{base}/?room={DEMO_ROOM}"
+            dashboard = (f"  dashboard: {base}/dashboard   sign-in token: {token}\n"
                          if token is not None else "")
             announce(f"\n  bcn-bridge demo is running: open {url}\n{dashboard}"
                      f"  (bots Echo and Rules; try: /ask Rules what is 6*7)   Ctrl-C to stop\n")
