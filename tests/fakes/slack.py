@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
 import time
 import uuid
 from collections import defaultdict, deque
@@ -41,6 +40,8 @@ from urllib.parse import urlencode
 import aiohttp
 from aiohttp import web
 from slack_sdk.signature import SignatureVerifier
+
+from tests.fakes.flood import flood_wait
 
 T = TypeVar("T")
 
@@ -684,15 +685,8 @@ class FakeSlack:
         `count` posts and edits in any `seconds`, a 429 with the whole seconds to wait."""
         if self.channel_limit is None or method not in ("chat.postMessage", "chat.update"):
             return None
-        count, seconds = self.channel_limit
-        now = time.monotonic()
         sent = self._channel_sends.setdefault(str(params.get("channel", "")), deque())
-        while sent and sent[0] <= now - seconds:
-            sent.popleft()
-        if len(sent) >= count:
-            return max(1, math.ceil(sent[len(sent) - count] + seconds - now))
-        sent.append(now)
-        return None
+        return flood_wait(sent, *self.channel_limit)
 
     def _fault_for(self, method: str) -> Fault | None:
         for fault in self.faults:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import math
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from typing import Any, TypeVar
 import aiohttp
 from aiohttp import web
 
+from tests.fakes.flood import flood_wait
 from tests.fakes.local_server import serve_locally
 
 SECRET_HEADER = "X-Telegram-Bot-Api-Secret-Token"
@@ -553,15 +553,8 @@ class FakeTelegram:
         chat_id = str(params.get("chat_id", ""))
         if not chat_id.startswith("-"):
             return None
-        count, seconds = self.group_limit
-        now = time.monotonic()
-        sent = self._group_sends.setdefault((token, chat_id), deque())
-        while sent and sent[0] <= now - seconds:
-            sent.popleft()
-        if len(sent) >= count:
-            return max(1, math.ceil(sent[len(sent) - count] + seconds - now))
-        sent.append(now)
-        return None
+        return flood_wait(self._group_sends.setdefault((token, chat_id), deque()),
+                          *self.group_limit)
 
     def _take_fault(self, method: str, token: str) -> Fault | None:
         if method in self.outages:
