@@ -30,6 +30,20 @@ async def demo(tmp_path: Path):
         await app.stop()
 
 
+async def joined_page(browser, demo, name: str):  # type: ignore[no-untyped-def]
+    """A new tab in the demo's room, joined as `name` and connected."""
+    from playwright.async_api import expect
+
+    page = await browser.new_page(viewport={"width": 1200, "height": 800})
+    page.set_default_timeout(UI_WAIT_MS)
+    await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
+    await page.get_by_label("Your name", exact=True).fill(name)
+    await page.get_by_label("Room", exact=True).fill(DEMO_ROOM)
+    await page.get_by_role("button", name="Join").click()
+    await expect(page.locator("#status")).to_have_text("connected")
+    return page
+
+
 async def test_demo_page_conversation(demo, tmp_path: Path) -> None:
     from playwright.async_api import async_playwright, expect
 
@@ -75,13 +89,7 @@ async def test_demo_page_shows_who_asked_depths_and_no_false_edits(demo) -> None
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = await browser.new_page(viewport={"width": 1200, "height": 800})
-            page.set_default_timeout(UI_WAIT_MS)
-            await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
-            await page.get_by_label("Your name", exact=True).fill("Ada")
-            await page.get_by_label("Room", exact=True).fill(DEMO_ROOM)
-            await page.get_by_role("button", name="Join").click()
-            await expect(page.locator("#status")).to_have_text("connected")
+            page = await joined_page(browser, demo, "Ada")
             composer = page.get_by_label("Message", exact=True)
 
             await composer.fill("tell me a streamed story")
@@ -118,14 +126,7 @@ async def test_a_bots_question_is_answered_with_one_click(demo, tmp_path: Path) 
         try:
             pages = []
             for name in ("Ada", "Bob"):
-                page = await browser.new_page(viewport={"width": 1200, "height": 800})
-                page.set_default_timeout(UI_WAIT_MS)
-                await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
-                await page.get_by_label("Your name", exact=True).fill(name)
-                await page.get_by_label("Room", exact=True).fill(DEMO_ROOM)
-                await page.get_by_role("button", name="Join").click()
-                await expect(page.locator("#status")).to_have_text("connected")
-                pages.append(page)
+                pages.append(await joined_page(browser, demo, name))
             ada, bob = pages
             composer = ada.get_by_label("Message", exact=True)
             await composer.fill("/ask Rules weather")
@@ -157,12 +158,7 @@ async def test_reply_to_a_bots_question_answers_it(demo, tmp_path: Path) -> None
     async with async_playwright() as playwright:
         browser = await playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         try:
-            page = await browser.new_page(viewport={"width": 1200, "height": 800})
-            page.set_default_timeout(UI_WAIT_MS)
-            await page.goto(f"{demo.web.url}/?room={DEMO_ROOM}")
-            await page.get_by_label("Your name", exact=True).fill("Ada")
-            await page.get_by_role("button", name="Join").click()
-            await expect(page.locator("#status")).to_have_text("connected")
+            page = await joined_page(browser, demo, "Ada")
             composer = page.get_by_label("Message", exact=True)
             await composer.fill("/ask Rules weather")
             await composer.press("Enter")
