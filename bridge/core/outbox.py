@@ -442,15 +442,14 @@ class Outbox:
         budgets = adapter.pacing(lane.chat_id)
         return bool(budgets) and await self.pacer.room(budgets) > 0
 
-    async def _queued_after(self, item: OutboxItem) -> bool:
-        """Is anything of the lane queued behind this item (whichever run it belongs to)?"""
-        later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
-        return any(other.id > item.id for other in later)
+    async def _behind(self, item: OutboxItem) -> list[OutboxItem]:
+        """What of the lane is queued behind this item (whichever run it belongs to)."""
+        pending = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
+        return [other for other in pending if other.id > item.id]
 
     async def _superseded(self, item: OutboxItem) -> bool:
         """A later item of the same run makes this delta's preview pointless."""
-        later = await self.store.pending(lane=item.lane, limit=PENDING_BATCH)
-        return any(other.run_id == item.run_id and other.id > item.id for other in later)
+        return any(other.run_id == item.run_id for other in await self._behind(item))
 
     async def _handle(self, lane: Lane, item: OutboxItem, lease: Lease) -> Handled:
         """Post (or finish posting) one item; what is left to do with it (`Handled`).
@@ -536,9 +535,10 @@ class Outbox:
         """Show the text streamed so far: edit the parts that changed, post the new ones."""
         if not adapter.capabilities.can_edit or not item.run_id or not item.parts:
             return  # adapters that cannot edit get the final only
-        if await self._superseded(item):
-            return
-        if await self._short_of_budget(lane, adapter) and await self._queued_after(item):
+        behind = await self._behind(item)
+        if any(other.run_id == item.run_id for other in behind):
+            return  # superseded: a later version of this run is queued
+        if behind and await self._short_of_budget(lane, adapter):
             return  # finals and notices first: this run's next version shows the newest text
         loop = asyncio.get_running_loop()
         stream = await self._stream(item.run_id)
