@@ -9,7 +9,13 @@ from typing import Any
 import aiohttp
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.support.bridge_process import ServiceProcess, free_port, write_config
+from tests.support.bridge_process import (
+    BridgeProcess,
+    HubProcess,
+    ServiceProcess,
+    free_port,
+    write_config,
+)
 
 WAIT = 20.0
 """Upper bound for something to happen; tests never assert how long it took."""
@@ -79,3 +85,19 @@ def value(text: str, name: str, **labels: str) -> float | None:
 
 __all__ = ["WAIT", "echo_bot", "eventually_status", "free_port", "get", "samples", "value",
            "webchat_bridge_config"]
+
+
+def hub_and_webchat_bridge(tmp_path: Path) -> tuple[HubProcess, BridgeProcess, int, int]:
+    """A `bcn-bridge hub` (group `demo`) and a webchat bridge linked to it, not started yet;
+    then the hub's port and the bridge's web port."""
+    hub_port, web_port = free_port(), free_port()
+    hub_config = write_config(tmp_path / "hub.yaml", {"hub": {
+        "listen": f"127.0.0.1:{hub_port}", "data_dir": str(tmp_path / "hub"),
+        "link_tokens": ["link-token-for-the-test"],
+        "groups": [{"id": "demo", "bots": []}],
+    }})
+    bridge_config = webchat_bridge_config(
+        tmp_path / "bridge.yaml", hub_port=hub_port, web_port=web_port,
+        hub=None, bcn={"url": f"ws://127.0.0.1:{hub_port}", "token": "link-token-for-the-test"},
+    )
+    return HubProcess(hub_config), BridgeProcess(bridge_config), hub_port, web_port

@@ -8,25 +8,13 @@ import json
 from pathlib import Path
 
 import pytest
-from ops_support import eventually_status, free_port, get, value, webchat_bridge_config
-
-from tests.support.bridge_process import BridgeProcess, HubProcess, write_config
+from ops_support import eventually_status, get, hub_and_webchat_bridge, value
 
 pytestmark = pytest.mark.slow
 
 
 async def test_serving_readiness_outlasts_the_hub_link(tmp_path: Path) -> None:
-    hub_port, web_port = free_port(), free_port()
-    hub_config = write_config(tmp_path / "hub.yaml", {"hub": {
-        "listen": f"127.0.0.1:{hub_port}", "data_dir": str(tmp_path / "hub"),
-        "link_tokens": ["link-token-for-the-test"],
-        "groups": [{"id": "demo", "bots": []}],
-    }})
-    bridge_config = webchat_bridge_config(
-        tmp_path / "bridge.yaml", hub_port=hub_port, web_port=web_port,
-        hub=None, bcn={"url": f"ws://127.0.0.1:{hub_port}", "token": "link-token-for-the-test"},
-    )
-    hub, bridge = HubProcess(hub_config), BridgeProcess(bridge_config)
+    hub, bridge, _, web_port = hub_and_webchat_bridge(tmp_path)
     base = f"http://127.0.0.1:{web_port}"
     try:
         await hub.start()

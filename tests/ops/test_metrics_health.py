@@ -14,11 +14,12 @@ from ops_support import (
     eventually_status,
     free_port,
     get,
+    hub_and_webchat_bridge,
     value,
     webchat_bridge_config,
 )
 
-from tests.support.bridge_process import BridgeProcess, HubProcess, write_config
+from tests.support.bridge_process import BridgeProcess
 from tests.webchat.webchat_clients import open_client
 
 pytestmark = pytest.mark.slow
@@ -85,17 +86,7 @@ async def test_a_relayed_message_shows_in_the_bridge_and_hub_metrics(tmp_path: P
 
 
 async def test_readyz_names_a_lost_bcn_link_and_recovers(tmp_path: Path) -> None:
-    hub_port, web_port = free_port(), free_port()
-    hub_config = write_config(tmp_path / "hub.yaml", {"hub": {
-        "listen": f"127.0.0.1:{hub_port}", "data_dir": str(tmp_path / "hub"),
-        "link_tokens": ["link-token-for-the-test"],
-        "groups": [{"id": "demo", "bots": []}],
-    }})
-    bridge_config = webchat_bridge_config(
-        tmp_path / "bridge.yaml", hub_port=hub_port, web_port=web_port,
-        hub=None, bcn={"url": f"ws://127.0.0.1:{hub_port}", "token": "link-token-for-the-test"},
-    )
-    hub, bridge = HubProcess(hub_config), BridgeProcess(bridge_config)
+    hub, bridge, hub_port, web_port = hub_and_webchat_bridge(tmp_path)
     readyz = f"http://127.0.0.1:{web_port}/readyz"
     try:
         await hub.start()
