@@ -13,6 +13,11 @@ claimant was killed (the repeat was its redelivery, and the platform counts it d
 `claim_event` waits instead: until the key is seen (the claimant finished: drop) or the
 claim is free again (released after a failure, or expired after `CLAIM_TTL`: handle it).
 Waiting costs store reads only on that contended path; the usual message pays one claim.
+
+A claimant that is a process of this host that no longer runs (`instance.is_dead_here`, as
+for leases) is not waited for: its claim is taken over at once. That is the single bridge
+restarted after a kill -9, to which the platform redelivers what the dead process held —
+handled within a second rather than after the TTL.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ import asyncio
 import logging
 from datetime import UTC, datetime
 
+from bridge.core.instance import is_dead_here
 from bridge.store.relay import SeenStore
 
 log = logging.getLogger(__name__)
@@ -54,11 +60,23 @@ async def claim_event(seen: SeenStore, key: str, holder: str, ttl: float = CLAIM
     while True:
         if await seen.has(key):
             return False
+        if await _take_from_the_dead(seen, key, holder, ttl):
+            return True
         log.debug("%s is being handled elsewhere; waiting for it to finish or free", key)
         await asyncio.sleep(pause)
         pause = min(pause * 2, RETRY_MOST)
         if await seen.claim(key, holder, wall_clock(), ttl):
             return True
+
+
+async def _take_from_the_dead(seen: SeenStore, key: str, holder: str, ttl: float) -> bool:
+    claimant = await seen.claimant(key)
+    if claimant is None or not is_dead_here(claimant, holder):
+        return False
+    if not await seen.take_over(key, claimant, holder, wall_clock(), ttl):
+        return False
+    log.info("taking over %s from %s, which is no longer running", key, claimant)
+    return True
 
 
 async def release_quietly(seen: SeenStore, key: str, holder: str) -> None:

@@ -51,6 +51,19 @@ class SeenStore(ABC):
         """Give up `holder`'s claim on `key` (its handling failed, so a redelivery may
         retry at once); a claim of someone else's, or a seen key, is left as it is."""
 
+    @abstractmethod
+    async def claimant(self, key: str) -> str | None:
+        """Who holds a claim on `key` now (None when it is free or seen). Read when a claim
+        is refused, to tell a live claimant from a process that is known to have died."""
+
+    @abstractmethod
+    async def take_over(self, key: str, dead: str, holder: str, now: datetime,
+                        ttl: float) -> bool:
+        """Move the claim on `key` from `dead` to `holder`, atomically: only while `dead`
+        still holds it and the key is not seen. For a claimant known to have ended (a
+        process of this host that is no longer running, `bridge.core.instance`), whose
+        claim would otherwise hold the platform's redelivery until its TTL runs out."""
+
     async def note(self, key: str, now: datetime) -> bool:
         """`add`, without waiting for the key to be durable (True when it was new): for a
         key whose loss in a crash costs only a repeat that is harmless or wanted — a message

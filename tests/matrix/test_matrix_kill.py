@@ -107,11 +107,11 @@ async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
 async def test_a_transaction_unacked_when_the_bridge_is_killed_is_relayed_once(
         tmp_path, homeserver, ada):
     """The hub is frozen (SIGSTOP), so the bridge holds the person's transaction without
-    acking it; it is killed then, the hub thawed and the bridge started again. The message
-    reaches the bot once: the core's spool hands it on after the restart, and Synapse's
-    resend of the transaction (the bridge's ping at start asks for it) waits for the dead
-    process's claim on the message (the core's CLAIM_TTL, a minute — longer than this test
-    watches) and is then dropped as relayed."""
+    acking it; it is killed then, the hub thawed and the bridge started again. Synapse sends
+    the transaction again (the bridge's ping at start asks for it at once); the restarted
+    bridge takes the dead process's claim on it over (a process of this host that no longer
+    runs) and handles it. The message still reaches the bot once: its own claim, the spool
+    and the hub's idempotency on its key let one relay through."""
     room = await ada.create_room(invite=[BRIDGE_USER])
     hub_port = free_port()
     hub_config, bridge_config = configs(tmp_path, homeserver, room, hub_port)
@@ -140,6 +140,8 @@ async def test_a_transaction_unacked_when_the_bridge_is_killed_is_relayed_once(
             await ada.wait_for(room, lambda events: [
                 t for _, t in bot_messages(events, SLOW) if t == "got: before the ack"],
                 timeout=WAIT)
+            # Synapse's resend of the unacked transaction, handled by the restarted bridge.
+            await restarted.wait_for_line("taking over matrix:main:txn:", timeout=WAIT)
             await asyncio.sleep(1.5)  # room for a second relay of the message
             shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
         finally:

@@ -224,3 +224,24 @@ async def test_a_redis_claim_is_one_key_that_expires_by_itself(redis_url: str) -
         assert 0 < await store.redis.pttl(key) <= 30_000
         await store.seen.release("in:t|c|9", "me")
         assert await store.redis.exists(key) == 0
+
+
+async def test_a_dead_claimants_claim_is_taken_over_only_from_it(store: Store) -> None:
+    """`take_over` is a compare and set: it moves the claim from the named dead holder only,
+    never from another holder, never on a seen key; `claimant` names the live claim."""
+    assert await store.seen.claimant("evt:t") is None
+    assert await store.seen.claim("evt:t", "dead", T0, TTL)
+    assert await store.seen.claimant("evt:t") == "dead"
+    assert not await store.seen.take_over("evt:t", "someone-else", "b", T0, TTL)
+    assert await store.seen.take_over("evt:t", "dead", "b", T0, TTL)
+    assert await store.seen.claimant("evt:t") == "b"
+    assert not await store.seen.take_over("evt:t", "dead", "c", T0, TTL)  # b has it now
+    assert not await store.seen.claim("evt:t", "c", T0, TTL)
+    await store.seen.release("evt:t", "b")
+    assert await store.seen.claimant("evt:t") is None
+    assert not await store.seen.take_over("evt:t", "b", "c", T0, TTL)  # nothing to take
+
+    assert await store.seen.claim("evt:u", "dead", T0, TTL)
+    assert await store.seen.add("evt:u", T0)
+    assert await store.seen.claimant("evt:u") is None  # seen: the claim says nothing more
+    assert not await store.seen.take_over("evt:u", "dead", "b", T0, TTL)

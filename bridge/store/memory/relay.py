@@ -56,6 +56,18 @@ class MemorySeenStore(SeenStore):
         if held is not None and held[0] == holder:
             del self._claims[key]
 
+    async def claimant(self, key: str) -> str | None:
+        held = self._claims.get(key)
+        return None if held is None or key in self._seen else held[0]
+
+    async def take_over(self, key: str, dead: str, holder: str, now: datetime,
+                        ttl: float) -> bool:
+        held = self._claims.get(key)
+        if key in self._seen or held is None or held[0] != dead:
+            return False
+        self._claims[key] = (holder, now + timedelta(seconds=ttl))
+        return True
+
     async def has(self, key: str) -> bool:
         return key in self._seen
 

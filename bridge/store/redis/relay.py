@@ -54,6 +54,19 @@ class RedisSeenStore(RedisConcern, SeenStore):
         # The leases' compare-and-delete: the claim goes only if `holder` still has it.
         await self._scripts.release(keys=[self._keys.claim(key)], args=[holder])
 
+    async def claimant(self, key: str) -> str | None:
+        holder = await self._redis.get(self._keys.claim(key))
+        if holder is None or await self.has(key):
+            return None
+        return holder.decode() if isinstance(holder, bytes) else str(holder)
+
+    async def take_over(self, key: str, dead: str, holder: str, now: datetime,
+                        ttl: float) -> bool:
+        taken = await self._scripts.take_claim(
+            keys=[self._keys.seen, self._keys.claim(key)], args=[key, dead, holder, ttl_ms(ttl)]
+        )
+        return bool(taken)
+
     async def has(self, key: str) -> bool:
         return await self._redis.zscore(self._keys.seen, key) is not None
 

@@ -149,6 +149,15 @@ if redis.call('SET', KEYS[2], ARGV[2], 'NX', 'PX', ARGV[3]) then return 1 end
 return 0
 """
 
+TAKE_CLAIM = """
+-- KEYS: the seen zset, the key's claim. ARGV: the seen key, the dead holder, the new
+-- holder, TTL ms. 1 if the claim moved to the new holder; 0 if seen or held by another.
+if redis.call('ZSCORE', KEYS[1], ARGV[1]) then return 0 end
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])
+return 1
+"""
+
 COUNT = """
 -- KEYS: count hashes (status -> n). ARGV: a status, 1 or -1.
 -- Counts the status up or down in each; a count down to 0 leaves its hash (an empty hash
@@ -210,6 +219,7 @@ class Scripts:
     count: AsyncScript
     forget_unpaused: AsyncScript
     claim: AsyncScript
+    take_claim: AsyncScript
     pace: AsyncScript
 
     @classmethod
@@ -227,5 +237,6 @@ class Scripts:
             count=redis.register_script(COUNT),
             forget_unpaused=redis.register_script(FORGET_UNPAUSED),
             claim=redis.register_script(CLAIM),
+            take_claim=redis.register_script(TAKE_CLAIM),
             pace=redis.register_script(PACE),
         )

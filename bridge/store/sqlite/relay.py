@@ -65,6 +65,17 @@ class SqliteSeenStore(SeenStore):
         write_soon(self._db, "DELETE FROM seen_claims WHERE key = ? AND holder = ?",
                    (key, holder))
 
+    async def claimant(self, key: str) -> str | None:
+        row = self._db.execute(_CLAIMANT, (key,)).fetchone()
+        return None if row is None else str(row[0])
+
+    async def take_over(self, key: str, dead: str, holder: str, now: datetime,
+                        ttl: float) -> bool:
+        at = to_micros(now)
+        cursor = write_soon(self._db, _TAKE_OVER,
+                            (key, dead, holder, at + round(ttl * 1_000_000)))
+        return cursor.rowcount == 1
+
     async def has(self, key: str) -> bool:
         row = self._db.execute("SELECT 1 FROM seen_keys WHERE key = ?", (key,)).fetchone()
         return row is not None
@@ -98,6 +109,17 @@ _CLAIM = (
 )
 """Take a key unless it is seen, or claimed by anyone until after `now` (?4): a new row,
 or an expired claim's row taken over; either changes one row, a refusal none."""
+
+_CLAIMANT = (
+    "SELECT holder FROM seen_claims WHERE key = ?1"
+    " AND NOT EXISTS (SELECT 1 FROM seen_keys WHERE key = ?1)"
+)
+
+_TAKE_OVER = (
+    "UPDATE seen_claims SET holder = ?3, until = ?4 WHERE key = ?1 AND holder = ?2"
+    " AND NOT EXISTS (SELECT 1 FROM seen_keys WHERE key = ?1)"
+)
+"""The dead claimant's row, moved to the new holder in one statement (compare and set)."""
 
 
 _POINT_LOOKUPS = {
