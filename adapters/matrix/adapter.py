@@ -32,6 +32,7 @@ from adapters.matrix.inbound import CHANNEL_TYPE, to_inbound
 from adapters.matrix.members import Members, localpart
 from adapters.matrix.outbound import edit_content, message_content, with_label
 from adapters.matrix.puppets import Puppets
+from adapters.matrix.send_journal import begin, digest, journal_key, shown, txn_id
 from adapters.matrix.transactions import PushListener
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
@@ -269,7 +270,14 @@ class MatrixAdapter(Adapter):
         intent, text, html = await self._as_sender(out, room_id)
         content = message_content(text, html, msgtype=_msgtype(out), thread_id=thread,
                                   reply_to=reply_to if thread is None else None)
-        event_id = await self._put(intent, room_id, content, "send")
+        key = journal_key(out)
+        earlier = await begin(self.state, key, text) if key is not None else None
+        event_id = await self._put(intent, room_id, content, "send", txn_id(key))
+        if key is not None and earlier is not None and earlier != digest(text):
+            # A retry, whose first attempt may have landed with older text: show this one.
+            await self._put(intent, room_id,
+                            edit_content(event_id, text, html, msgtype=_msgtype(out)), "edit")
+            await shown(self.state, key, text)
         return PlatformRef(chat_id=room_id, message_id=event_id, thread_id=thread)
 
     async def edit(self, ref: PlatformRef, out: Outbound) -> None:
@@ -296,8 +304,8 @@ class MatrixAdapter(Adapter):
         return self._bot, text, html
 
     async def _put(self, intent: IntentAPI, room_id: str, content: dict[str, Any],
-                   action: str) -> str:
-        path = Path.v3.rooms[room_id].send["m.room.message"][uuid.uuid4().hex]
+                   action: str, txn_id: str | None = None) -> str:
+        path = Path.v3.rooms[room_id].send["m.room.message"][txn_id or uuid.uuid4().hex]
         try:
             answer = await intent.api.request(Method.PUT, path, content,
                                               metrics_method="sendMessageEvent")
