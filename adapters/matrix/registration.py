@@ -17,7 +17,15 @@ def puppet_regex(config: MatrixAccountConfig) -> str:
     return f"@{re.escape(config.puppet_prefix)}.*:{re.escape(config.server_name)}"
 
 
-def registration(config: MatrixAccountConfig) -> dict[str, Any]:
+def registration(config: MatrixAccountConfig, *, rate_limited: bool = False) -> dict[str, Any]:
+    """The registration for `config`'s account.
+
+    `rate_limited` is the registration's `rate_limited`: False (the default, what
+    `bcn-bridge matrix registration` prints) exempts the bots' users from the homeserver's
+    message rate limits; True leaves them limited like anyone else, so the homeserver answers
+    their sends with `429 M_LIMIT_EXCEEDED` (the tests use it to exercise the outbox's wait).
+    The bridge user itself is never limited by Synapse either way.
+    """
     return {
         "id": config.appservice_id,
         "url": config.push_url,
@@ -29,6 +37,6 @@ def registration(config: MatrixAccountConfig) -> dict[str, Any]:
             "aliases": [],
             "rooms": [],
         },
-        "rate_limited": False,
+        "rate_limited": rate_limited,
         "receive_ephemeral": False,
     }

@@ -4,6 +4,10 @@ The bridge's registration (its tokens and the URL of its push listener) must be 
 before Synapse starts, so the session picks the bridge's listen port up front and every
 test's bridge listens there (tests run one after another). Synapse runs as a child process
 that dies with its parent (PR_SET_PDEATHSIG), and is stopped by its pid at the end.
+
+Every rate limit is raised out of reach unless `start_synapse(..., message_limit=...)` sets
+Synapse's `rc_message` (events sent, profile changes) to a real one; `lift_message_limit`
+then exempts one user (a person driving the test) from it.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,13 +39,25 @@ PR_SET_PDEATHSIG = 1
 _HIGH = {"per_second": 10_000, "burst_count": 10_000}
 
 
+@dataclass(frozen=True)
+class MessageLimit:
+    """Synapse's `rc_message`: `burst_count` events at once, then `per_second`."""
+
+    per_second: float
+    burst_count: int
+
+    def as_config(self) -> dict[str, float]:
+        return {"per_second": self.per_second, "burst_count": self.burst_count}
+
+
 def _die_with_parent() -> None:
     """Runs in the child before exec: SIGTERM when the test process goes, even by kill -9."""
     libc = ctypes.CDLL("libc.so.6", use_errno=True)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
-def homeserver_config(folder: Path, port: int, registration: Path) -> dict[str, Any]:
+def homeserver_config(folder: Path, port: int, registration: Path,
+                      message_limit: MessageLimit | None = None) -> dict[str, Any]:
     return {
         "server_name": SERVER_NAME,
         "pid_file": str(folder / "homeserver.pid"),
@@ -65,7 +81,7 @@ def homeserver_config(folder: Path, port: int, registration: Path) -> dict[str, 
         "url_preview_enabled": False,
         "presence": {"enabled": False},
         "app_service_config_files": [str(registration)],
-        "rc_message": _HIGH,
+        "rc_message": message_limit.as_config() if message_limit else _HIGH,
         "rc_registration": _HIGH,
         "rc_login": {"address": _HIGH, "account": _HIGH, "failed_attempts": _HIGH},
         "rc_joins": {"local": _HIGH, "remote": _HIGH},
@@ -96,7 +112,9 @@ class Synapse:
 
     folder: Path
     port: int
+    message_limit: MessageLimit | None = None
     process: subprocess.Popen[bytes] | None = None
+    _admin_token: str | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
@@ -104,7 +122,7 @@ class Synapse:
 
     def start(self, registration: Path) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
-        config = homeserver_config(self.folder, self.port, registration)
+        config = homeserver_config(self.folder, self.port, registration, self.message_limit)
         log_config = json.loads(json.dumps(LOG_CONFIG).replace(
             "__LOG__", str(self.folder / "homeserver.log")))
         (self.folder / "log.yaml").write_text(yaml.safe_dump(log_config), encoding="utf-8")
@@ -169,6 +187,20 @@ class Synapse:
         with urllib.request.urlopen(request, timeout=10) as answer:
             return dict(json.load(answer))
 
+    def lift_message_limit(self, user_id: str) -> None:
+        """Exempt an existing local user from `rc_message` (Synapse's admin API
+        `override_ratelimit`, as a server admin registered for it the first time)."""
+        if self._admin_token is None:
+            self._admin_token = str(self.register("synapse_admin", admin=True)["access_token"])
+        endpoint = f"{self.url}/_synapse/admin/v1/users/{user_id}/override_ratelimit"
+        body = json.dumps({"messages_per_second": 0, "burst_count": 0}).encode()
+        request = urllib.request.Request(
+            endpoint, data=body, method="POST",
+            headers={"Content-Type": "application/json",
+                     "Authorization": f"Bearer {self._admin_token}"})
+        with urllib.request.urlopen(request, timeout=10):
+            pass
+
 
 def _write_signing_key(path: Path) -> None:
     if path.exists():
@@ -179,11 +211,16 @@ def _write_signing_key(path: Path) -> None:
         write_signing_keys(out, [generate_signing_key("a_test")])
 
 
-def start_synapse(folder: Path, registration: Path, attempts: int = 2) -> Synapse:
+def start_synapse(folder: Path, registration: Path, attempts: int = 2, *,
+                  message_limit: MessageLimit | None = None) -> Synapse:
     """Synapse on a free port; tried again on another port if the first is taken between
-    choosing it and Synapse binding it (another test run on the machine)."""
+    choosing it and Synapse binding it (another test run on the machine).
+
+    `message_limit` sets `rc_message` (otherwise raised out of reach like every other limit);
+    it limits an application service's users only when its registration says
+    `rate_limited: true`."""
     for attempt in range(1, attempts + 1):
-        synapse = Synapse(folder / f"run{attempt}", free_port())
+        synapse = Synapse(folder / f"run{attempt}", free_port(), message_limit)
         try:
             synapse.start(registration)
         except RuntimeError:
