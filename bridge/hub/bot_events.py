@@ -72,7 +72,7 @@ class BotEvents:
         runs = self.state.runs
         run = runs.find(bot.record.bot_uuid, run_id)
         if run is None:  # the ACK may be in, its callback not yet run: settle first
-            runs.settle(bot.record.bot_uuid)
+            runs.settle(bot.record.bot_uuid, run_id)
             run = runs.find(bot.record.bot_uuid, run_id)
         return run
 

@@ -2,9 +2,9 @@
 
 A delivery's row is written (batched) when it is made, and the outbox flushes before it
 sends anything, so no link ever sees a delivery that a crash could forget. The row is
-deleted once a link acks it (or it is dropped, with a log line). A crash between the ack and
-the deletion means one replay with the same `event_id`, which the bridge drops as a repeat:
-at least once, never lost.
+deleted once a link acks it (or it is dropped, with a log line), lazily: with the next
+commit, within `LAZY_DELAY`. A crash between the ack and the deletion means one replay with
+the same `event_id`, which the bridge drops as a repeat: at least once, never lost.
 
 Ages are kept as wall-clock times (the outbox works in loop time, which restarts with the
 process), so the 24 h bound holds across restarts.
@@ -13,6 +13,7 @@ process), so the 24 h bound holds across restarts.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 from dataclasses import dataclass
@@ -36,20 +37,26 @@ class DeliveryRows:
     def __init__(self, db: HubDatabase) -> None:
         self._db = db
         self._writes: BatchedWrites = db.writes
+        last = db.rows("SELECT COALESCE(MAX(ord), 0) FROM deliveries")[0][0]
+        self._order = itertools.count(int(last) + 1)
+        """Each new delivery's `ord`: after every kept one, so a restart replays in order."""
 
     def saved(self, binding_id: str, event_id: str, params: dict[str, object],
               created: float) -> None:
         """A new delivery (`created` in loop time)."""
         wall = time.time() - (asyncio.get_running_loop().time() - created)
         self._writes.add(
-            "INSERT OR IGNORE INTO deliveries (event_id, binding_id, params, created_at)"
-            " VALUES (?, ?, ?, ?)",
-            (event_id, binding_id, dumps(params), wall),
+            "INSERT OR IGNORE INTO deliveries (event_id, ord, binding_id, params, created_at)"
+            " VALUES (?, ?, ?, ?, ?)",
+            (event_id, next(self._order), binding_id, dumps(params), wall),
+            key=("delivery", event_id),
         )
 
     def removed(self, event_id: str) -> None:
-        """Acked or dropped: not replayed after a restart."""
-        self._writes.add("DELETE FROM deliveries WHERE event_id = ?", (event_id,))
+        """Acked or dropped: not replayed after a restart. Lazy: a kill -9 that loses it
+        costs one replay with the same `event_id`, which the bridge drops as a repeat."""
+        self._writes.add("DELETE FROM deliveries WHERE event_id = ?", (event_id,), lazy=True,
+                         supersedes=(("delivery", event_id),))
 
     async def flush(self) -> None:
         await self._writes.flush()
@@ -59,7 +66,7 @@ class DeliveryRows:
         now = time.time()
         out: dict[str, list[StoredDelivery]] = {}
         for event_id, binding_id, params, created_at in self._db.rows(
-            "SELECT event_id, binding_id, params, created_at FROM deliveries ORDER BY id"
+            "SELECT event_id, binding_id, params, created_at FROM deliveries ORDER BY ord"
         ):
             try:
                 decoded = loads(params)

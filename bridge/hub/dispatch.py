@@ -15,7 +15,6 @@ and is not back yet is held (`held_messages.py`) and routed by `route_human` onc
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import itertools
 import logging
@@ -51,6 +50,8 @@ NO_BOT_TEXT = "No bot is available to answer right now."
 MAX_TEXT_CHARS = 200_000
 """Longest inbound text, and the most of a run's streamed text the hub keeps."""
 SYSTEM_SENDER = {"bot_uuid": None, "name": "BCN"}
+PSEUDONYMS_KEPT = 10_000
+"""Pseudonyms remembered (all forgotten at once when full: they are cheap to make again)."""
 
 
 def now_ms() -> int:
@@ -72,6 +73,11 @@ class Dispatcher:
         self.state = state
         self._event_ids = itertools.count(1)
         self._event_prefix = secrets.token_hex(4)
+        self._pseudonyms: dict[str, str] = {}
+        self._send_prefix = secrets.token_hex(8)
+        self._send_numbers = itertools.count(1)
+        """A chat.send's idempotency key is this process's random prefix and a count:
+        unique across restarts (the prefix) without a system call per message."""
         self.stopping = False
         """Set while the hub shuts down: lost deliveries are not reported then."""
         self.held = HeldMessages(state.db, state.grace, state.config.held_max_per_binding,
@@ -254,7 +260,8 @@ class Dispatcher:
                     timeout_ms=config.run_timeout_ms if sending else None,
                     recipient_uuid=bot_uuid,
                     role=self.state.groups.role_of(group, bot_uuid) if group else None,
-                    idempotency_key=f"run-{secrets.token_hex(16)}" if sending else None,
+                    idempotency_key=(f"run-{self._send_prefix}{next(self._send_numbers):016x}"
+                                     if sending else None),
                 )
                 if task_id is not None:
                     params["session_context"]["task_id"] = task_id
@@ -343,10 +350,16 @@ class Dispatcher:
         return spec
 
     def pseudonym(self, spec: BindingSpec, user_id: str) -> str:
-        """A stable stand-in for a platform user id when identities are not forwarded."""
-        key = f"{spec.channel_type}:{spec.account_ref}:{user_id}".encode()
-        digest = hmac.new(self.state.identity_secret, key, hashlib.sha256).hexdigest()
-        return "user-" + digest[:16]
+        """A stable stand-in for a platform user id when identities are not forwarded
+        (remembered: a person writes many messages, and an HMAC per message is a cost)."""
+        key = f"{spec.channel_type}:{spec.account_ref}:{user_id}"
+        known = self._pseudonyms.get(key)
+        if known is None:
+            if len(self._pseudonyms) >= PSEUDONYMS_KEPT:
+                self._pseudonyms.clear()
+            digest = hmac.digest(self.state.identity_secret, key.encode(), "sha256")
+            known = self._pseudonyms[key] = "user-" + digest[:8].hex()
+        return known
 
     # ------------------------------------------------------------------ bots → chats
     async def run_event(self, bot: BotLink, run: Run, event: RunEvent) -> None:

@@ -182,15 +182,20 @@ class RunTable:
             restored.append(run)
         return restored
 
-    def settle(self, bot_uuid: str) -> None:
+    def settle(self, bot_uuid: str, run_id: str | None = None) -> None:
         """Handle ACKs already received but whose callbacks have not run yet.
 
         A bot sends its ACK and its first event back to back; the event can reach the
         handler before the future's callback does. Settling first keeps them in order.
+        With `run_id`, it stops once that run has started: a bot answers its sends about in
+        the order they went, so the run an event names is among the oldest, and a bot with
+        fifty sends in flight is not walked through all fifty for every event.
         """
         for pending in list(self._pending.get(bot_uuid, ())):
             if pending.answer.done():
-                self.acked(pending)
+                run = self.acked(pending)
+                if run is not None and run.run_id == run_id:
+                    return
 
     def pending_in(self, session_id: str) -> list[PendingSend]:
         return list(self._pending_by_session.get(session_id, ()))

@@ -2,10 +2,11 @@
 
 The active session of each scope is kept in `hub.db`, so a chat continues in the same
 session (and bots keep their per-session history) across a hub restart. So are the last
-`RETIRED_SESSIONS_KEPT` reset or completed sessions, and the transcript of every session
-kept (its last `transcript_limit` lines, written in batches), so `channel.history` answers
-after a restart as before it. The msg_ids already accepted and the ping-pong count live in
-memory only, and are bounded.
+`RETIRED_SESSIONS_KEPT` reset or completed sessions, the transcript of every session kept
+(its last `transcript_limit` lines) so `channel.history` answers after a restart as before
+it, and the last `dedup_limit` msg_ids each binding accepted, so a message resent after a
+crash is a duplicate. Lines and msg_ids are append-only logs (`append_log.py`), written in
+the batches of `batched_writes.py`. The ping-pong count lives in memory only.
 """
 
 from __future__ import annotations
@@ -18,15 +19,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.fastjson import dumps, loads
+from bridge.hub.append_log import AppendLog
 from bridge.hub.storage import HubDatabase
 
 log = logging.getLogger(__name__)
 
 RETIRED_SESSIONS_KEPT = 1_000
-TRIM_EVERY = 32
-"""Lines (or accepted message ids) between two trims of their rows in `hub.db`: a range
-delete costs more than the insert it follows, and the few rows kept past the bound are
-dropped when they are read back at a start."""
 """Reset sessions stay reachable (history, abort, late replies) until this many newer ones."""
 
 
@@ -47,8 +45,8 @@ class ChannelSession:
     """`running` until reset (`reset`) or completed by a bot (`completed` / `failed`)."""
     output: Any = None
     error: str | None = None
-    lines: int = 0
-    """Transcript lines ever recorded here: the number of the next one's row."""
+    line_ids: deque[int] = field(default_factory=deque)
+    """The `transcript_lines` row of each line of `transcript`, in the same order."""
 
     @property
     def running(self) -> bool:
@@ -72,9 +70,10 @@ class SessionDirectory:
         self._active: dict[tuple[str, str], ChannelSession] = {}
         self._by_id: dict[str, ChannelSession] = {}
         self._retired: OrderedDict[str, None] = OrderedDict()
-        self._seen: dict[str, OrderedDict[str, str]] = {}
-        self._accepted: dict[str, int] = {}
-        """binding id → how many msg_ids it accepted (the next row's seq)."""
+        self._seen: dict[str, OrderedDict[str, tuple[str, int]]] = {}
+        """binding id → accepted msg_id → (its session's id, its `accepted_log` row)."""
+        self._lines = AppendLog(db, "transcript_lines")
+        self._accepted = AppendLog(db, "accepted_log")
         for binding_id, scope, session_id, group_id, channel_type in db.rows(
             "SELECT binding_id, scope_key, session_id, group_id, channel_type"
             " FROM channel_sessions"
@@ -86,15 +85,15 @@ class SessionDirectory:
 
     def _load_accepted(self) -> None:
         """The msg_ids accepted before a restart (the last `dedup_limit` per binding)."""
-        for binding_id, seq, msg_id, session_id in self._db.rows(
-            "SELECT binding_id, seq, msg_id, session_id FROM accepted_msgs"
-            " ORDER BY binding_id, seq"
+        past_bound: list[int] = []
+        for row_id, binding_id, msg_id, session_id in self._db.rows(
+            "SELECT id, binding_id, msg_id, session_id FROM accepted_log ORDER BY id"
         ):
-            self._seen.setdefault(binding_id, OrderedDict())[msg_id] = session_id
-            self._accepted[binding_id] = seq + 1
-        for seen in self._seen.values():
-            while len(seen) > self._dedup_limit:
-                seen.popitem(last=False)
+            seen = self._seen.setdefault(binding_id, OrderedDict())
+            seen[msg_id] = (session_id, row_id)
+            if len(seen) > self._dedup_limit:
+                past_bound.append(seen.popitem(last=False)[1][1])
+        self._accepted.trim_at_start(past_bound)
 
     def _load_retired(self) -> None:
         for row in _recent_retired(self._db, RETIRED_SESSIONS_KEPT):
@@ -108,22 +107,29 @@ class SessionDirectory:
             self._retired[session_id] = None
 
     def _load_transcripts(self) -> None:
-        """The kept lines of every known session; rows of sessions no longer kept go."""
+        """The kept lines of every known session; rows of sessions no longer kept go, and
+        rows past a session's bound."""
         self._db.write(
-            "DELETE FROM transcripts WHERE session_id NOT IN"
+            "DELETE FROM transcript_lines WHERE session_id NOT IN"
             " (SELECT session_id FROM channel_sessions"
             "  UNION SELECT session_id FROM retired_sessions)"
         )
-        for session_id, seq, entry in self._db.rows(
-            "SELECT session_id, seq, entry FROM transcripts ORDER BY session_id, seq"
+        past_bound: list[int] = []
+        for row_id, session_id, entry in self._db.rows(
+            "SELECT id, session_id, entry FROM transcript_lines ORDER BY id"
         ):
             session = self._by_id.get(session_id)
             if session is None:
                 continue
             line = _loads(entry, session_id)
-            if isinstance(line, dict):
-                session.transcript.append(line)
-            session.lines = seq + 1
+            if not isinstance(line, dict):
+                past_bound.append(row_id)
+                continue
+            if len(session.line_ids) == self._transcript_limit:
+                past_bound.append(session.line_ids[0])
+            session.transcript.append(line)
+            session.line_ids.append(row_id)
+        self._lines.trim_at_start(past_bound)
 
     def record(
         self, session: ChannelSession, role: str, name: str, text: str, timestamp: int,
@@ -134,23 +140,21 @@ class SessionDirectory:
                                  "timestamp": timestamp}
         if protocol is not None:
             entry["protocol"] = protocol
+        row_id = self._lines.next_id()
+        if len(session.line_ids) == self._transcript_limit:
+            self._lines.evict((session.line_ids[0],))
         session.transcript.append(entry)
-        seq = session.lines
-        session.lines += 1
-        writes = self._db.writes
-        writes.add("INSERT OR REPLACE INTO transcripts (session_id, seq, entry) VALUES (?, ?, ?)",
-                   (session.id, seq, dumps(entry)))
-        limit = self._transcript_limit
-        if trim_due(seq, limit):
-            writes.add("DELETE FROM transcripts WHERE session_id = ? AND seq <= ?",
-                       (session.id, seq - limit))
+        session.line_ids.append(row_id)
+        self._db.writes.add(
+            "INSERT INTO transcript_lines (id, session_id, entry) VALUES (?, ?, ?)",
+            (row_id, session.id, dumps(entry)))
 
     def _new(
         self, session_id: str, group_id: str, binding_id: str, scope: str, channel_type: str
     ) -> ChannelSession:
         return ChannelSession(
             session_id, group_id, binding_id, scope, channel_type,
-            deque(maxlen=self._transcript_limit),
+            deque(maxlen=self._transcript_limit), line_ids=deque(maxlen=self._transcript_limit),
         )
 
     def _install(self, session: ChannelSession) -> None:
@@ -224,9 +228,10 @@ class SessionDirectory:
         ]
         while len(self._retired) > RETIRED_SESSIONS_KEPT:
             old_id, _ = self._retired.popitem(last=False)
-            self._by_id.pop(old_id, None)
-            statements += [("DELETE FROM retired_sessions WHERE session_id = ?", (old_id,)),
-                           ("DELETE FROM transcripts WHERE session_id = ?", (old_id,))]
+            old = self._by_id.pop(old_id, None)
+            if old is not None:
+                self._lines.evict(old.line_ids)
+            statements.append(("DELETE FROM retired_sessions WHERE session_id = ?", (old_id,)))
         self._db.write_all(statements)
 
     def get(self, session_id: str) -> ChannelSession | None:
@@ -243,35 +248,23 @@ class SessionDirectory:
     def seen(self, binding_id: str, msg_id: str) -> ChannelSession | None:
         """The session a msg_id was first accepted into, if it was accepted before."""
         seen = self._seen.get(binding_id)
-        session_id = None if seen is None else seen.get(msg_id)
-        return None if session_id is None else self._by_id.get(session_id)
+        found = None if seen is None else seen.get(msg_id)
+        return None if found is None else self._by_id.get(found[0])
 
     def accept(self, binding_id: str, msg_id: str, session: ChannelSession) -> None:
         """Remember an accepted msg_id (in `hub.db` too, batched with the answer's flush),
         so a bridge resending it after a hub crash gets `duplicate`, not a second run."""
         seen = self._seen.setdefault(binding_id, OrderedDict())
-        seen[msg_id] = session.id
+        row_id = self._accepted.next_id()
+        seen[msg_id] = (session.id, row_id)
         if len(seen) > self._dedup_limit:
-            seen.popitem(last=False)
-        seq = self._accepted.get(binding_id, 0)
-        self._accepted[binding_id] = seq + 1
-        writes = self._db.writes
-        writes.add("INSERT OR REPLACE INTO accepted_msgs (binding_id, seq, msg_id, session_id)"
-                   " VALUES (?, ?, ?, ?)", (binding_id, seq, msg_id, session.id))
-        limit = self._dedup_limit
-        if trim_due(seq, limit):
-            writes.add("DELETE FROM accepted_msgs WHERE binding_id = ? AND seq <= ?",
-                       (binding_id, seq - limit))
+            self._accepted.evict((seen.popitem(last=False)[1][1],))
+        self._db.writes.add(
+            "INSERT INTO accepted_log (id, binding_id, msg_id, session_id) VALUES (?, ?, ?, ?)",
+            (row_id, binding_id, msg_id, session.id))
 
     def __len__(self) -> int:
         return len(self._active)
-
-
-def trim_due(seq: int, limit: int) -> bool:
-    """Whether the row numbered `seq` of a series bounded to `limit` rows trims the older ones:
-    every `TRIM_EVERY` rows past the bound, so at most TRIM_EVERY - 1 stay beyond it, and
-    `load` keeps only the last `limit` of what it reads back."""
-    return seq >= limit and seq % min(TRIM_EVERY, limit) == 0
 
 
 def _recent_retired(db: HubDatabase, limit: int) -> list[Any]:

@@ -163,6 +163,47 @@ HUB_MIGRATIONS: tuple[Migration, ...] = (
             "UPDATE bots SET connected_at = created_at",
         ),
     ),
+    Migration(
+        6,
+        "deliveries in one b-tree: written and deleted on every bot reply",
+        (
+            # Keyed by event_id (what the delete names) with the order as a plain column:
+            # an insert or a delete touches one b-tree, where the rowid table with its
+            # AUTOINCREMENT, its unique event_id and its binding index touched four
+            # (sqlite_sequence too). The order is read once, at start (`DeliveryRows.load`).
+            """
+            CREATE TABLE deliveries_keyed (
+                event_id   TEXT PRIMARY KEY,
+                ord        INTEGER NOT NULL,
+                binding_id TEXT NOT NULL,
+                params     TEXT NOT NULL,
+                created_at REAL NOT NULL
+            ) WITHOUT ROWID
+            """,
+            "INSERT INTO deliveries_keyed (event_id, ord, binding_id, params, created_at)"
+            " SELECT event_id, id, binding_id, params, created_at FROM deliveries",
+            "DROP TABLE deliveries",
+            "ALTER TABLE deliveries_keyed RENAME TO deliveries",
+        ),
+    ),
+    Migration(
+        7,
+        "transcripts and accepted msg_ids as append-only logs (bridge/hub/append_log.py)",
+        (
+            # Ids the hub hands out in order: every insert lands on the last page, where
+            # (session_id, seq) keys put each chat's row on a page of its own.
+            "CREATE TABLE transcript_lines (id INTEGER PRIMARY KEY, session_id TEXT NOT NULL,"
+            " entry TEXT NOT NULL)",
+            "INSERT INTO transcript_lines (session_id, entry)"
+            " SELECT session_id, entry FROM transcripts ORDER BY session_id, seq",
+            "DROP TABLE transcripts",
+            "CREATE TABLE accepted_log (id INTEGER PRIMARY KEY, binding_id TEXT NOT NULL,"
+            " msg_id TEXT NOT NULL, session_id TEXT NOT NULL)",
+            "INSERT INTO accepted_log (binding_id, msg_id, session_id)"
+            " SELECT binding_id, msg_id, session_id FROM accepted_msgs ORDER BY binding_id, seq",
+            "DROP TABLE accepted_msgs",
+        ),
+    ),
 )
 
 

@@ -168,8 +168,8 @@ async def test_transcripts_answer_history_after_a_restart(
     assert await history(second) == [  # the active one: its last 4 lines
         ("user", "alice", "two"), ("assistant", "Helper", "re: two"),
         ("user", "alice", "three"), ("assistant", "Helper", "re: three")]
-    # 2 + the bound of 4 and the lines since the last trim (a trim every 4 lines here)
-    assert rows(hub, "transcripts") == 2 + 5
+    # 2 + the bound of 4: a start deletes the rows read back past a session's bound
+    assert rows(hub, "transcript_lines") == 2 + 4
     after = await again.inbound("four", "m5")  # the active session goes on after the restart
     assert after["bcs_session_id"] == second["bcs_session_id"]
 
@@ -276,9 +276,9 @@ async def test_unreadable_stored_rows_are_left_out_with_a_log_line_not_a_crash(
     path = hub.state.db.path
     await hub.stop()
     with contextlib.closing(sqlite3.connect(path)) as db:
-        db.execute("UPDATE deliveries SET params = '{not json' WHERE id ="
-                   " (SELECT MIN(id) FROM deliveries)")
-        db.execute("INSERT INTO transcripts (session_id, seq, entry) SELECT session_id, 99,"
+        db.execute("UPDATE deliveries SET params = '{not json' WHERE ord ="
+                   " (SELECT MIN(ord) FROM deliveries)")
+        db.execute("INSERT INTO transcript_lines (session_id, entry) SELECT session_id,"
                    " 'garbage' FROM channel_sessions")
         db.commit()
 
@@ -312,8 +312,8 @@ async def test_a_message_resent_after_a_restart_is_a_duplicate_not_a_second_run(
     again = await TestLink.connect(http, hub)
     resent = await again.inbound("more 3", "m-more-3")
     assert resent["duplicate"] is True and resent["deliveries"] == []
-    # The bound of 3 and the ids since the last trim (one every 3 ids here): seq 1-4
-    assert rows(hub, "accepted_msgs") == 4
+    # The bound of 3: a start deletes the rows read back past a binding's bound
+    assert rows(hub, "accepted_log") == 3
     forgotten = await again.inbound("only once", "m-once")  # beyond the bound: new again
     assert forgotten["duplicate"] is False
     assert first["bcs_session_id"] == resent["bcs_session_id"]
