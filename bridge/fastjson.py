@@ -44,20 +44,23 @@ _OPTIONS = 0 if orjson is None else orjson.OPT_PASSTHROUGH_DATETIME | (
 )
 
 
-def dumps(value: Any, *, default: Callable[[Any], Any] | None = None) -> str:
+def dumps(value: Any, *, default: Callable[[Any], Any] | None = None,
+          sort_keys: bool = False) -> str:
     """Compact JSON text of `value`; `default` turns what JSON has no type for into what it has.
+    `sort_keys`: objects' keys in order, so equal values give equal text (a fingerprint).
 
     Always valid Unicode: a lone surrogate in a string of `value` is written as U+FFFD.
     """
     if orjson is not None:
+        options = _OPTIONS | orjson.OPT_SORT_KEYS if sort_keys else _OPTIONS
         try:
-            return orjson.dumps(value, default=default, option=_OPTIONS).decode()
+            return orjson.dumps(value, default=default, option=options).decode()
         except TypeError:  # orjson.JSONEncodeError is one
             pass
     # Unescaped (ensure_ascii=False), a surrogate can only sit inside a string of the JSON
     # text, so replacing it there is replacing it in that string.
-    return valid_unicode(
-        json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=default))
+    return valid_unicode(json.dumps(value, ensure_ascii=False, separators=(",", ":"),
+                                    default=default, sort_keys=sort_keys))
 
 
 def loads(text: str | bytes) -> Any:

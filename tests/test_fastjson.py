@@ -143,3 +143,12 @@ def test_whatever_it_writes_can_be_sent(value: Any) -> None:
 def test_valid_text_reads_and_writes_unchanged(value: Any) -> None:
     """The door changes nothing that was valid (st.text() draws no lone surrogate)."""
     assert fastjson.loads(fastjson.dumps(value)) == value
+
+
+def test_sorted_keys_give_equal_text_for_equal_objects() -> None:
+    one = {"b": 1, "a": {"d": [1, 2], "c": None}}
+    other = {"a": {"c": None, "d": [1, 2]}, "b": 1}
+    assert fastjson.dumps(one, sort_keys=True) == fastjson.dumps(other, sort_keys=True) == \
+        '{"a":{"c":null,"d":[1,2]},"b":1}'
+    assert fastjson.dumps({"z": "\ud800", "y": 10**30}, sort_keys=True) == \
+        '{"y":1000000000000000000000000000000,"z":"\ufffd"}'  # the standard library's path

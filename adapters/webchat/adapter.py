@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import secrets
 from collections.abc import Iterable, Sequence
 from typing import Any, ClassVar
 
@@ -24,6 +23,7 @@ from adapters.webchat.rooms import ChatMessage, Member, MessageKind, Room, TooMa
 from adapters.webchat.session import WebchatSession
 from adapters.webchat.visitors import ClientIds, Visitor
 from adapters.webchat.writes import EndOfTurn
+from bridge import random_ids
 from bridge.core.adapter import Adapter, Capabilities, InboundSink, PermanentSendError
 from bridge.core.binding import Binding
 from bridge.core.model import Inbound, Outbound, OutboundKind, PlatformRef, Sender
@@ -149,7 +149,7 @@ class WebchatAdapter(Adapter):
         await self._close_sockets()
 
     async def send(self, out: Outbound) -> PlatformRef:
-        message = self._message(secrets.token_hex(16), out)
+        message = self._message(random_ids.token_hex(16), out)
         try:
             await self.chat.post(message)
         except TooManyRooms as error:

@@ -6,7 +6,6 @@ translates frames and the adapter only translates core messages; neither knows a
 
 from __future__ import annotations
 
-import secrets
 import unicodedata
 from collections.abc import Iterable
 from typing import Any
@@ -15,6 +14,7 @@ from adapters.webchat.config import ROOM_NAME, ROOM_NAME_RULE, WebchatAccountCon
 from adapters.webchat.frames import FrameError
 from adapters.webchat.rooms import ChatMessage, Member, Room, RoomDirectory, TooManyRooms
 from adapters.webchat.visitors import Visitor, distinct_name
+from bridge import random_ids
 from bridge.text.lookalike import skeleton
 
 try:
@@ -214,7 +214,7 @@ class Webchat:
             return self._human_message(member, room, client_message_id, text, known_id,
                                        reply_to), False
         message = self._human_message(member, room, client_message_id, text,
-                                      secrets.token_hex(16), reply_to)
+                                      random_ids.token_hex(16), reply_to)
         room.mark_seen(member.client_id, client_message_id, message.id)
         room.remember(message)
         await room.show("message", message, skip=member)

@@ -19,10 +19,11 @@ Pure functions over plain data, so every rule is tested without a socket.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import Any
+
+from bridge.fastjson import dumps
 
 TERMINAL_STATES = frozenset({"final", "error", "aborted"})
 CHAT_STATES = frozenset({"delta", *TERMINAL_STATES})
@@ -185,7 +186,7 @@ def _v3_agent(run_id: str, session_id: str, seq: int, payload: dict[str, Any]) -
 
 def fingerprint(name: str, payload: dict[str, Any]) -> str:
     """What makes a terminal event a replay of itself (same event, same payload)."""
-    return json.dumps([name, payload], sort_keys=True, default=str)
+    return dumps([name, payload], default=str, sort_keys=True)
 
 
 # ---------------------------------------------------------------------- building (SDK)
