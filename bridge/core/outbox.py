@@ -461,7 +461,7 @@ class Outbox:
             return Handled.GIVEN_UP
         adapter, binding = resolved
         if item.kind == OutboundKind.DELTA:
-            await self._preview(lane, adapter, binding, item)
+            await self._preview(lane, adapter, binding, item, lease)
             return Handled.POSTED
         stream = await self._stream(item.run_id)
         streamed = len(stream.message_ids) if stream is not None else 0
@@ -531,12 +531,24 @@ class Outbox:
         adapter: Adapter,
         binding: Binding,
         item: OutboxItem,
+        lease: Lease,
     ) -> None:
-        """Show the text streamed so far: edit the parts that changed, post the new ones."""
+        """Show the text streamed so far: edit the parts that changed, post the new ones.
+
+        A preview with a later version of its run queued behind it is moot. When that is the
+        run's final and the run shows nothing yet, the final is shown here and now, ahead of
+        its turn: the run's message lands where its first output is in the lane, in the
+        order the bot began its replies, for the one call the final costs anyway. (Skipped,
+        the run would first show at its final, after the previews of runs that began later;
+        a preview moot by a newer preview is skipped as ever — showing that one here would
+        cost a call more.)"""
         if not adapter.capabilities.can_edit or not item.run_id or not item.parts:
             return  # adapters that cannot edit get the final only
         behind = await self._behind(item)
-        if any(other.run_id == item.run_id for other in behind):
+        later = [other for other in behind if other.run_id == item.run_id]
+        if later:
+            if later[-1].kind != OutboundKind.DELTA and await self._stream(item.run_id) is None:
+                await self._handle_ahead(lane, later, lease)
             return  # superseded: a later version of this run is queued
         if behind and await self._short_of_budget(lane, adapter):
             return  # finals and notices first: this run's next version shows the newest text
@@ -573,6 +585,17 @@ class Outbox:
         self._last_edit[item.run_id] = loop.time()
         if len(self._last_edit) > LAST_EDITS_KEPT:  # runs that never ended (a bot that died)
             del self._last_edit[next(iter(self._last_edit))]
+
+    async def _handle_ahead(self, lane: Lane, run: list[OutboxItem], lease: Lease) -> None:
+        """Handle a run's final before its turn (see `_preview`), and take it and the run's
+        previews queued before it off the queue (moot now) as the worker would: the worker
+        reads the queue afresh for each item, so it never meets them."""
+        *moot, final = run
+        self._pending[final.id] = lane.key
+        handled = await self._handle(lane, final, lease)
+        for item in moot if handled is Handled.DEQUEUED else run:
+            await self.store.complete(item.id, fence=lease)
+        self._forget([item.id for item in run])
 
     async def _stream(self, run_id: str | None) -> StreamedMessages | None:
         if not run_id:

@@ -347,3 +347,25 @@ async def test_a_lane_worker_whose_lease_passed_mid_post_cannot_mark_the_part(st
     assert left.sent == [None] and platform.posted == ["the reply"]
     assert await store.leases.holder(name) == "instance-b"
     await outbox.stop()
+
+
+async def test_replies_show_in_the_order_the_bot_began_them_at_no_extra_call(store) -> None:
+    """Three runs' first previews queued before any of their finals, the finals out of
+    order (B finished first): each preview is moot, and each run shows at its first
+    output's place — A, B, C — with its final, one post each, no preview and no edit. (Had
+    the moot previews been skipped, the runs would show in their finals' order: B, A, C.)"""
+    platform = Platform()
+    queued = [item("A…", kind="delta", run_id="a"), item("B…", kind="delta", run_id="b"),
+              item("C…", kind="delta", run_id="c"), item("B done", run_id="b"),
+              item("A done", run_id="a"), item("C…more", kind="delta", run_id="c"),
+              item("C done", run_id="c")]
+    for each in queued:
+        await store.outbox.append(each)
+    outbox = Outbox(store.outbox, store.message_map, lambda lane: (platform, BINDING),
+                    clock=clock)
+    await outbox.start()
+    await drain(outbox)
+    assert platform.posted == ["A done", "B done", "C done"]
+    assert platform.edits == []
+    assert await store.outbox.pending() == []
+    await outbox.stop()
