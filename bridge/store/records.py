@@ -5,15 +5,55 @@ reader (tracker, CLI, dashboard) share one shape without the store importing the
 machine. Records are frozen: a change is a new record, which is what lets a store apply a
 change atomically (or retry it, on Redis) without anyone seeing a half-updated object.
 `__slots__` keeps an open conversation well under 2 KB in the memory store.
+
+A record is made for every tracked message and for every conversation a store reads, so
+their `__init__` is `_direct_init`'s rather than the dataclass's (the same parameters and
+defaults, the same record, in under half the time).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
+
+_Record = TypeVar("_Record", bound=type)
 
 
+def _direct_init(cls: _Record) -> _Record:
+    """Give a frozen, slotted dataclass an `__init__` that stores each field through its
+    slot's descriptor.
+
+    The generated `__init__` must go through `object.__setattr__` for each field (the class
+    refuses `self.x = ...`), a lookup and a call that make up most of the cost of a record;
+    the slot's own `__set__` does the same store directly. The parameters (names, order,
+    defaults) are the dataclass's own, so construction, `dataclasses.replace` and the
+    frozen, compared, hashed record are all as before.
+    """
+    namespace: dict[str, Any] = {}
+    parameters, body = [], []
+    for field in fields(cls):
+        name = field.name
+        assert field.init and field.default_factory is MISSING, f"{cls.__name__}.{name}"
+        namespace[f"_set_{name}"] = cls.__dict__[name].__set__
+        if field.default is MISSING:
+            parameters.append(name)
+        else:
+            namespace[f"_default_{name}"] = field.default
+            parameters.append(f"{name}=_default_{name}")
+        body.append(f"    _set_{name}(self, {name})")
+    source = f"def __init__(self, {', '.join(parameters)}):\n" + "\n".join(body)
+    exec(source, namespace)  # the text is built above from the class's own field names
+    init = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    init.__module__ = cls.__module__
+    init.__doc__ = cls.__init__.__doc__
+    init.__annotations__ = dict(cls.__init__.__annotations__)
+    cls.__init__ = init
+    return cls
+
+
+@_direct_init
 @dataclass(frozen=True, slots=True)
 class HistoryEntry:
     """One thing that happened to a conversation.
@@ -43,6 +83,7 @@ class HistoryEntry:
         }
 
 
+@_direct_init
 @dataclass(frozen=True, slots=True)
 class Conversation:
     """A tracked protocol conversation, keyed by its request id.

@@ -35,6 +35,8 @@ def utc_now(now: datetime | None = None) -> datetime:
     """`now` checked and in UTC, or the current time; naive datetimes are refused."""
     if now is None:
         return datetime.now(UTC)
+    if now.__class__ is datetime and now.tzinfo is UTC:
+        return now  # what astimezone(UTC) would return a copy of
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise ValueError(f"expected a timezone-aware datetime, got {now!r}")
     return now.astimezone(UTC)

@@ -97,10 +97,15 @@ def on_message(
             deadline=deadline,
             history=(entry,),
         )
-    return replace(
-        current,
+    # Every field spelled out rather than `dataclasses.replace`, which looks the fields up
+    # again on every call (a third of this function's time).
+    return Conversation(
+        request_id=current.request_id,
+        type=current.type,
+        from_=current.from_,
         to=(message.to or current.to) if kind in (REQUEST, HANDOFF) else current.to,
         status=status,
+        created_at=current.created_at,
         updated_at=now,
         last_type=kind,
         task=current.task or task,

@@ -105,6 +105,9 @@ class GroupCommit:
 
     def __init__(self, db: StoreConnection) -> None:
         self.db = db
+        self.loop = asyncio.get_running_loop()
+        """Held for the group's steps: asking for the running loop is a system call (the
+        loop's process is checked), once per group rather than twice per step."""
         self.waiters: list[asyncio.Future[None]] = []
         """One future per step: a step whose caller is cancelled drops only its own, and
         none needs the shield (a future and two callbacks) a shared one would."""
@@ -119,12 +122,12 @@ class GroupCommit:
         """A step that waits for the commit joined: commit when this turn of the loop ends."""
         if not self._this_turn:
             self._this_turn = True
-            asyncio.get_running_loop().call_soon(self.commit_now)
+            self.loop.call_soon(self.commit_now)
 
     def commit_soon(self) -> None:
         """Only writes nobody waits for so far: commit within `LAZY_COMMIT` at the latest."""
         if not self._this_turn and self._due is None:
-            self._due = asyncio.get_running_loop().call_later(LAZY_COMMIT, self.commit_now)
+            self._due = self.loop.call_later(LAZY_COMMIT, self.commit_now)
 
     def _close(self) -> None:
         """No more steps join: the next one opens a group of its own."""
@@ -211,7 +214,7 @@ class write_step:
             return  # (a failed single statement undid itself)
         if self._savepoint:
             db.execute("RELEASE step")
-        waiter = asyncio.get_running_loop().create_future()
+        waiter = group.loop.create_future()
         group.waiters.append(waiter)
         await waiter
 
