@@ -32,10 +32,11 @@ from adapters.matrix.inbound import CHANNEL_TYPE, to_inbound
 from adapters.matrix.members import Members, localpart
 from adapters.matrix.outbound import edit_content, message_content, with_label
 from adapters.matrix.puppets import Puppets
-from adapters.matrix.send_journal import begin, digest, journal_key, shown, txn_id
+from adapters.matrix.send_journal import begin, journal_key, shown, txn_id
 from adapters.matrix.transactions import PushListener
 from bridge.core.adapter import Adapter, Capabilities, Diagnosis, InboundSink
 from bridge.core.model import Outbound, OutboundKind, PlatformRef
+from bridge.core.outbox import text_digest
 from bridge.logs import REDACTOR, protect_loggers
 from bridge.text import PLATFORM_LIMITS, Directory, StaticDirectory, matrix_html
 
@@ -273,7 +274,7 @@ class MatrixAdapter(Adapter):
         key = journal_key(out)
         earlier = await begin(self.state, key, text) if key is not None else None
         event_id = await self._put(intent, room_id, content, "send", txn_id(key))
-        if key is not None and earlier is not None and earlier != digest(text):
+        if key is not None and earlier is not None and earlier != text_digest(text):
             # A retry, whose first attempt may have landed with older text: show this one.
             await self._put(intent, room_id,
                             edit_content(event_id, text, html, msgtype=_msgtype(out)), "edit")

@@ -26,10 +26,7 @@ import uuid
 
 from bridge.core.account_state import AccountState
 from bridge.core.model import Outbound
-
-
-def digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+from bridge.core.outbox import text_digest
 
 
 def journal_key(out: Outbound) -> str | None:
@@ -54,4 +51,4 @@ async def begin(state: AccountState, key: str, text: str) -> str | None:
 
 async def shown(state: AccountState, key: str, text: str) -> None:
     """The part's event shows `text` (noted after the edit that made it so)."""
-    await state.put(key, {"digest": digest(text)})
+    await state.put(key, {"digest": text_digest(text)})

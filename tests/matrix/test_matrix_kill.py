@@ -5,8 +5,11 @@ text. The hub runs in its own process, so the bot keeps streaming while the brid
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,19 +71,41 @@ def configs(tmp_path: Path, homeserver: Any, room: str, hub_port: int) -> tuple[
     return hub, bridge
 
 
-async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
-        tmp_path, homeserver, ada):
+@dataclass
+class Running:
+    room: str
+    hub: HubProcess
+    bridge: BridgeProcess
+    bridge_config: Path
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, homeserver: Any, ada: Any,
+                  make_bot: Callable[[int, Path], Bot]) -> AsyncIterator[Running]:
+    """A room with the bridge user in it, a `bcn-bridge hub` and a `bcn-bridge run`
+    process, and the bot; everything stopped (the bridge killed) on the way out."""
     room = await ada.create_room(invite=[BRIDGE_USER])
     hub_port = free_port()
     hub_config, bridge_config = configs(tmp_path, homeserver, room, hub_port)
     hub = HubProcess(hub_config)
     await hub.start()
-    bot = slow_bot(hub_port, tmp_path)
+    bot = make_bot(hub_port, tmp_path)
     bridge = BridgeProcess(bridge_config)
     try:
         await bot.start(timeout=WAIT)
         await bridge.start()
         await ada.wait_for(room, joined(BRIDGE_USER), timeout=WAIT)
+        yield Running(room, hub, bridge, bridge_config)
+    finally:
+        await bot.stop()
+        await bridge.kill()
+        await hub.stop()
+
+
+async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
+        tmp_path, homeserver, ada):
+    async with running(tmp_path, homeserver, ada, slow_bot) as scene:
+        room, bridge, bridge_config = scene.room, scene.bridge, scene.bridge_config
         await ada.say(room, "tell me slowly")
         await ada.wait_for(room, lambda events: bot_messages(events, SLOW), timeout=WAIT)
         await bridge.kill()
@@ -97,10 +122,6 @@ async def test_kill_9_mid_streamed_reply_is_completed_once_after_restart(
             shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
         finally:
             await restarted.stop()
-    finally:
-        await bot.stop()
-        await bridge.kill()
-        await hub.stop()
     assert shown == [final], shown
 
 
@@ -112,44 +133,33 @@ async def test_a_transaction_unacked_when_the_bridge_is_killed_is_relayed_once(
     bridge takes the dead process's claim on it over (a process of this host that no longer
     runs) and handles it. The message still reaches the bot once: its own claim, the spool
     and the hub's idempotency on its key let one relay through."""
-    room = await ada.create_room(invite=[BRIDGE_USER])
-    hub_port = free_port()
-    hub_config, bridge_config = configs(tmp_path, homeserver, room, hub_port)
-    hub = HubProcess(hub_config)
-    await hub.start()
-    bot = quick_bot(hub_port, tmp_path)
-    bridge = BridgeProcess(bridge_config)
-    frozen = False
-    try:
-        await bot.start(timeout=WAIT)
-        await bridge.start()
-        await ada.wait_for(room, joined(BRIDGE_USER), timeout=WAIT)
-        hub_pid = hub._process.pid  # type: ignore[union-attr]
-        os.kill(hub_pid, signal.SIGSTOP)
-        frozen = True
-        await ada.say(room, "before the ack")
-        await bridge.wait_for_line(f"sees room {room}", timeout=WAIT)
-        await asyncio.sleep(0.5)
-        await bridge.kill()
-        os.kill(hub_pid, signal.SIGCONT)
+    async with running(tmp_path, homeserver, ada, quick_bot) as scene:
+        room, bridge, bridge_config = scene.room, scene.bridge, scene.bridge_config
+        hub_pid = scene.hub._process.pid  # type: ignore[union-attr]
         frozen = False
-
-        restarted = BridgeProcess(bridge_config)
-        await restarted.start()
         try:
-            await ada.wait_for(room, lambda events: [
-                t for _, t in bot_messages(events, SLOW) if t == "got: before the ack"],
-                timeout=WAIT)
-            # Synapse's resend of the unacked transaction, handled by the restarted bridge.
-            await restarted.wait_for_line("taking over matrix:main:txn:", timeout=WAIT)
-            await asyncio.sleep(1.5)  # room for a second relay of the message
-            shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
+            os.kill(hub_pid, signal.SIGSTOP)
+            frozen = True
+            await ada.say(room, "before the ack")
+            await bridge.wait_for_line(f"sees room {room}", timeout=WAIT)
+            await asyncio.sleep(0.5)
+            await bridge.kill()
+            os.kill(hub_pid, signal.SIGCONT)
+            frozen = False
+
+            restarted = BridgeProcess(bridge_config)
+            await restarted.start()
+            try:
+                await ada.wait_for(room, lambda events: [
+                    t for _, t in bot_messages(events, SLOW) if t == "got: before the ack"],
+                    timeout=WAIT)
+                # Synapse's resend of the unacked transaction, handled by the restarted bridge.
+                await restarted.wait_for_line("taking over matrix:main:txn:", timeout=WAIT)
+                await asyncio.sleep(1.5)  # room for a second relay of the message
+                shown = [text for _, text in bot_messages(await ada.events(room), SLOW)]
+            finally:
+                await restarted.stop()
         finally:
-            await restarted.stop()
-    finally:
-        if frozen:
-            os.kill(hub._process.pid, signal.SIGCONT)  # type: ignore[union-attr]
-        await bot.stop()
-        await bridge.kill()
-        await hub.stop()
+            if frozen:
+                os.kill(hub_pid, signal.SIGCONT)
     assert shown == ["got: before the ack"], shown
