@@ -37,9 +37,9 @@ class DeliveryRows:
     def __init__(self, db: HubDatabase) -> None:
         self._db = db
         self._writes: BatchedWrites = db.writes
-        last = db.rows("SELECT COALESCE(MAX(ord), 0) FROM deliveries")[0][0]
-        self._order = itertools.count(int(last) + 1)
-        """Each new delivery's `ord`: after every kept one, so a restart replays in order."""
+        self._order: itertools.count[int] | None = None
+        """Each new delivery's `ord`: after every kept one, so a restart replays in order
+        (read on the first save: the rows that only load at start never need it)."""
 
     def saved(self, binding_id: str, event_id: str, params: dict[str, object],
               created: float) -> None:
@@ -48,9 +48,15 @@ class DeliveryRows:
         self._writes.add(
             "INSERT OR IGNORE INTO deliveries (event_id, ord, binding_id, params, created_at)"
             " VALUES (?, ?, ?, ?, ?)",
-            (event_id, next(self._order), binding_id, dumps(params), wall),
+            (event_id, next(self._next_order()), binding_id, dumps(params), wall),
             key=("delivery", event_id),
         )
+
+    def _next_order(self) -> itertools.count[int]:
+        if self._order is None:
+            last = self._db.rows("SELECT COALESCE(MAX(ord), 0) FROM deliveries")[0][0]
+            self._order = itertools.count(int(last) + 1)
+        return self._order
 
     def removed(self, event_id: str) -> None:
         """Acked or dropped: not replayed after a restart. Lazy: a kill -9 that loses it
